@@ -1,0 +1,39 @@
+"""The `talent` command line: generate sample exports, run the pipeline, plan ROI, render reports.
+
+Each command lives in `pipelines/commands/<name>.py` and is imported only when it runs, so
+`talent --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="talent",
+    help="talent-metrics: does the investment in GPU-infrastructure people pay off?",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+# command name -> module in pipelines.commands holding a function `command`
+COMMANDS = {
+    "generate": "Write a synthetic company's exports with planted effects (ground_truth.json).",
+    "run": "Materialise the whole graph once: ingest, dbt, checks, statistics, ROI, publish, report.",
+    "roi": "Run the ROI model from a scenario file alone, without a warehouse.",
+    "report": "Render the quarterly talent report (HTML and PDF) from the published warehouse.",
+}
+
+
+def _register(name: str, help_text: str) -> None:
+    module = importlib.import_module(f"pipelines.commands.{name}")
+    app.command(name=name, help=help_text)(module.command)
+
+
+for _name, _help in COMMANDS.items():
+    _register(_name, _help)
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,5 @@
+"""Dagster definitions for quality (not built yet)."""
+
+import dagster as dg
+
+defs = dg.Definitions()

@@ -1,0 +1,280 @@
+"""Export contracts: the single source of truth for every file the product reads.
+
+Each export type names its folder inside a sources directory, the file-name pattern, its
+columns (name, type, required, personal), its natural key and the locales it accepts.
+The ingestion, the sample generator, the raw-layer DDL, the data-quality suites and
+``sources/README.md`` all read these definitions; nothing else restates them.
+
+File names: ``<export>_<period>[_v<N>].csv`` where ``<period>`` is ``YYYY-MM`` (a monthly
+delivery) or ``YYYY-MM-DD`` (a daily delivery). A later delivery for the same export and period
+(a higher ``_vN``, or the same name with new content) supersedes the earlier one, which stays in
+the manifest as ``superseded``. Across periods, the row of the latest period wins per natural key
+("changed records" deliveries): a spell delivered at hire and again at termination keeps the
+termination.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+ColumnType = Literal["string", "date", "timestamp", "integer", "decimal", "boolean", "month"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: ColumnType
+    required: bool = True
+    description: str = ""
+    # personal data: names, e-mails, salaries. Kept in the restricted raw layer only.
+    personal: bool = False
+    # allowed values (after trimming and lower-casing) for enumerations
+    values: tuple[str, ...] | None = None
+    # header spellings seen in other exports (German HRIS, vendor tools), matched case-insensitively
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Export:
+    name: str  # also the raw table name: raw.<name>
+    folder: str  # hris, lms, incidents, fleet
+    description: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    # accepted locales: "en" = comma-separated, decimal point, ISO dates;
+    # "de" = semicolon-separated, decimal comma, dd.mm.yyyy dates. Detected per file.
+    locales: tuple[str, ...] = ("en",)
+    encodings: tuple[str, ...] = ("utf-8", "utf-8-sig")
+    column_names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "column_names", tuple(c.name for c in self.columns))
+
+    def column(self, name: str) -> Column:
+        return next(c for c in self.columns if c.name == name)
+
+    @property
+    def required_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.required)
+
+
+C = Column
+
+TERMINATION_TYPES = ("voluntary", "involuntary", "other")
+EMPLOYMENT_TYPES = ("employee", "contractor", "intern")
+PROGRAMME_TYPES = ("online", "bootcamp", "apprenticeship", "vendor_partnership", "internal")
+ENROLMENT_STATUSES = (
+    "assigned", "enrolled", "in_progress", "completed", "passed", "failed", "withdrawn",
+    "expired", "overdue",
+)
+EXAM_RESULTS = ("pass", "fail")
+SEVERITIES = ("sev1", "sev2", "sev3", "sev4")
+RESPONDER_ROLES = ("primary", "secondary", "commander", "observer")
+
+EXPORTS: dict[str, Export] = {
+    e.name: e
+    for e in (
+        Export(
+            name="employees",
+            folder="hris",
+            description=(
+                "Employment spells from the HRIS, one row per person and hire. Delivered as "
+                "changed records: a spell appears in the month of hire and again when it ends. "
+                "A rehire keeps the employee_id and starts a new spell."
+            ),
+            key=("employee_id", "hire_date"),
+            locales=("en", "de"),
+            encodings=("utf-8", "utf-8-sig", "cp1252"),
+            columns=(
+                C("employee_id", "string", description="HRIS employee number, stable across rehires",
+                  aliases=("employeeNumber", "Personalnummer")),
+                C("first_name", "string", personal=True, aliases=("firstName", "Vorname")),
+                C("last_name", "string", personal=True, aliases=("lastName", "Nachname")),
+                C("work_email", "string", personal=True, description="work e-mail; links LMS and incident tool",
+                  aliases=("workEmail", "E-Mail")),
+                C("hire_date", "date", description="first day of this employment spell",
+                  aliases=("hireDate", "Eintrittsdatum")),
+                C("original_hire_date", "date", required=False,
+                  description="first day of the first spell; differs from hire_date for rehires",
+                  aliases=("originalHireDate",)),
+                C("termination_date", "date", required=False,
+                  description="last day worked (the person is employed on this date); empty while employed",
+                  aliases=("terminationDate", "Austrittsdatum")),
+                C("termination_type", "string", required=False, values=TERMINATION_TYPES,
+                  description="voluntary, involuntary or other (death, end of fixed term); set when terminated",
+                  aliases=("terminationTypeId",)),
+                C("termination_reason", "string", required=False,
+                  description="free text reason code (resignation, retirement, layoff, dismissal, ...)",
+                  aliases=("terminationReasonId",)),
+                C("regrettable", "boolean", required=False,
+                  description="true when the organisation wanted to keep the leaver",
+                  aliases=("terminationRegrettableId",)),
+            ),
+        ),
+        Export(
+            name="job_history",
+            folder="hris",
+            description=(
+                "Effective-dated job records: each row is the person's position from its "
+                "effective_date until the next row. Scope (the infrastructure organisation) is "
+                "decided on division."
+            ),
+            key=("employee_id", "effective_date"),
+            locales=("en", "de"),
+            encodings=("utf-8", "utf-8-sig", "cp1252"),
+            columns=(
+                C("employee_id", "string", aliases=("employeeNumber", "Personalnummer")),
+                C("effective_date", "date", aliases=("date", "Gueltig ab", "Gültig ab")),
+                C("division", "string", description="organisation unit; the pipeline scopes to one (configurable)"),
+                C("team", "string"),
+                C("role_family", "string",
+                  description="infrastructure lead, architect, senior engineer, operations engineer, network specialist, storage specialist, performance engineer, security specialist; other divisions use their own"),
+                C("job_title", "string", required=False, aliases=("jobTitle",)),
+                C("skill_level", "integer", description="1 Foundation .. 5 Architect (seed-facts levels)"),
+                C("site", "string", aliases=("location", "Standort")),
+                C("manager_id", "string", required=False, aliases=("reportsToId",)),
+                C("employment_type", "string", values=EMPLOYMENT_TYPES),
+                C("fte", "decimal", description="full-time equivalent, 0 < fte <= 1"),
+                C("annual_salary_usd", "decimal", required=False, personal=True,
+                  aliases=("payRate", "Jahresgehalt")),
+                C("change_reason", "string", required=False,
+                  description="hire, rehire, promotion, transfer, pay_change"),
+            ),
+        ),
+        Export(
+            name="contractor_hours",
+            folder="hris",
+            description=(
+                "External contractor engagements by month (vendor staff, not in the HRIS people "
+                "list). Usually delivered by the vendor portal in German locale."
+            ),
+            key=("engagement_id", "month"),
+            locales=("en", "de"),
+            encodings=("utf-8", "utf-8-sig", "cp1252"),
+            columns=(
+                C("engagement_id", "string"),
+                C("vendor", "string"),
+                C("month", "month", description="YYYY-MM (or MM.YYYY in German locale)"),
+                C("team", "string"),
+                C("hours", "decimal"),
+                C("hourly_rate_usd", "decimal"),
+            ),
+        ),
+        Export(
+            name="courses",
+            folder="lms",
+            description="Course catalogue of the LMS.",
+            key=("course_id",),
+            columns=(
+                C("course_id", "string"),
+                C("title", "string"),
+                C("provider", "string", description="NVIDIA, Linux Foundation, Red Hat, internal, ..."),
+                C("programme_type", "string", values=PROGRAMME_TYPES),
+                C("hours", "decimal", description="nominal learning hours"),
+                C("cost_usd", "decimal", description="list price per participant"),
+                C("certification_code", "string", required=False,
+                  description="the certification exam this course prepares for, if any"),
+            ),
+        ),
+        Export(
+            name="enrolments",
+            folder="lms",
+            description=(
+                "Course enrolments and completions, delivered as changed records (a row at "
+                "enrolment, again at completion)."
+            ),
+            key=("enrolment_id",),
+            columns=(
+                C("enrolment_id", "string"),
+                C("learner_email", "string", personal=True),
+                C("course_id", "string"),
+                C("status", "string", values=ENROLMENT_STATUSES),
+                C("enrolled_on", "date"),
+                C("completed_on", "date", required=False),
+                C("cost_usd", "decimal", required=False,
+                  description="amount charged for this participant after discounts; empty = list price"),
+                C("hours_spent", "decimal", required=False),
+                C("score", "decimal", required=False, description="0-100"),
+            ),
+        ),
+        Export(
+            name="certifications",
+            folder="lms",
+            description="Certification exam attempts; a passed attempt is an award with its expiry.",
+            key=("attempt_id",),
+            columns=(
+                C("attempt_id", "string"),
+                C("learner_email", "string", personal=True),
+                C("certification_code", "string", description="NCA-AIIO, NCP-AII, NCP-AIO, NCP-AIN, CKA, RHCE, ..."),
+                C("exam_date", "date"),
+                C("result", "string", values=EXAM_RESULTS),
+                C("score", "decimal", required=False, description="0-100"),
+                C("issued_on", "date", required=False, description="award date; set when passed"),
+                C("expires_on", "date", required=False, description="empty = does not expire"),
+                C("exam_fee_usd", "decimal", required=False),
+            ),
+        ),
+        Export(
+            name="incidents",
+            folder="incidents",
+            description="Incidents from the on-call tool (PagerDuty-like), changed records.",
+            key=("incident_number",),
+            columns=(
+                C("incident_number", "string"),
+                C("title", "string", required=False),
+                C("service", "string"),
+                C("cluster", "string"),
+                C("severity", "string", values=SEVERITIES),
+                C("opened_at", "timestamp"),
+                C("acknowledged_at", "timestamp", required=False),
+                C("resolved_at", "timestamp", required=False, description="empty while open"),
+                C("gpus_affected", "integer"),
+                C("downtime_minutes", "decimal"),
+            ),
+        ),
+        Export(
+            name="responders",
+            folder="incidents",
+            description="Who responded to each incident and in which role.",
+            key=("incident_number", "responder_email"),
+            columns=(
+                C("incident_number", "string"),
+                C("responder_email", "string", personal=True),
+                C("role", "string", values=RESPONDER_ROLES),
+                C("assigned_at", "timestamp", required=False),
+            ),
+        ),
+        Export(
+            name="gpu_fleet",
+            folder="fleet",
+            description="GPU count per cluster, as of a date (one snapshot per cluster and month).",
+            key=("cluster", "as_of_date"),
+            columns=(
+                C("cluster", "string"),
+                C("as_of_date", "date"),
+                C("site", "string"),
+                C("gpu_model", "string", required=False),
+                C("gpu_count", "integer"),
+            ),
+        ),
+    )
+}
+
+FILE_NAME = re.compile(
+    r"^(?P<export>[a-z_]+?)_(?P<period>\d{4}-\d{2}(?:-\d{2})?)(?:_v(?P<version>\d+))?\.csv$"
+)
+
+
+def parse_file_name(name: str) -> tuple[str, str, int] | None:
+    """Return (export, period, version) for a contract file name, or None."""
+    m = FILE_NAME.match(name)
+    if not m or m["export"] not in EXPORTS:
+        return None
+    return m["export"], m["period"], int(m["version"] or 1)
+
+
+def file_name(export: str, period: str, version: int = 1) -> str:
+    suffix = f"_v{version}" if version > 1 else ""
+    return f"{export}_{period}{suffix}.csv"
