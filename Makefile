@@ -1,0 +1,61 @@
+# talent-metrics: every target bootstraps its own environment (uv from PyPI if missing, then
+# `uv sync --frozen` against the committed uv.lock).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+# uv is used from PATH when present; otherwise it is installed from PyPI into .tools/.
+UV := $(shell command -v uv 2>/dev/null || echo $(CURDIR)/.tools/bin/uv)
+# Run history, schedules and sensor state of the Dagster instance live here (see README).
+export DAGSTER_HOME ?= $(CURDIR)/.dagster
+SOURCES ?= sources/sample
+WAREHOUSE ?= warehouse
+
+.PHONY: help setup run test dev lint format bench docs clean
+
+help:
+	@echo "make run    - set up and run the whole pipeline on $(SOURCES) into $(WAREHOUSE)/"
+	@echo "make test   - set up and run the test suite"
+	@echo "make dev    - Dagster UI (and daemon: schedules, sensors) on http://127.0.0.1:3000"
+	@echo "make lint   - ruff and sqlfluff"
+	@echo "make bench  - benchmark at 50,000 employees (writes bench/results.json)"
+	@echo "make docs   - dbt documentation site into $(WAREHOUSE)/docs"
+
+$(UV):
+	@echo "uv not found: installing it from PyPI into .tools/"
+	$(PYTHON) -m venv $(CURDIR)/.tools
+	$(CURDIR)/.tools/bin/pip install --quiet uv
+
+.venv/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --frozen
+	@touch $@
+
+setup: .venv/.synced
+	@mkdir -p $(DAGSTER_HOME)
+	@cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml 2>/dev/null || true
+
+run: setup
+	$(UV) run talent run --sources $(SOURCES) --warehouse-dir $(WAREHOUSE)
+
+test: setup
+	$(UV) run pytest
+
+dev: setup
+	$(UV) run dagster dev -m pipelines.definitions --host 127.0.0.1 --port 3000
+
+lint: setup
+	$(UV) run ruff check pipelines tests
+	$(UV) run ruff format --check pipelines tests
+	$(UV) run sqlfluff lint dbt_project/models
+
+format: setup
+	$(UV) run ruff format pipelines tests
+	$(UV) run ruff check --fix pipelines tests
+
+bench: setup
+	$(UV) run python -m pipelines.bench
+
+docs: setup
+	$(UV) run talent docs --warehouse-dir $(WAREHOUSE)
+
+clean:
+	rm -rf $(WAREHOUSE) dashboards/reports bench/work .pytest_cache dbt_project/target dbt_project/logs

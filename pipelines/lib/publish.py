@@ -1,0 +1,182 @@
+"""Publishing: hand analysts a complete, pseudonymised warehouse file, atomically.
+
+DuckDB allows one read-write process or many read-only ones on a file, never both. So the run
+never writes the file analysts open. It copies the analyst-facing schema (`marts`) from the
+build file into a fresh temporary file beside the published one, checks it, CHECKPOINTs and
+closes it, fsyncs, and only then `os.replace`s it onto the published path. Readers already
+connected keep the old inode and see the old snapshot; new readers see the new one; a run killed
+at any point leaves either the old file or the new one, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+PUBLISHED_SCHEMAS = ("marts",)
+TMP_PREFIX = ".publishing-"
+
+# Column names that must never reach the analyst-facing file (privacy by design).
+FORBIDDEN_COLUMN = re.compile(
+    r"(^|_)(first_name|last_name|full_name|name_first|name_last|e_?mail|salary|pay_rate)(_|$)",
+    re.IGNORECASE,
+)
+# A value that looks like an e-mail address.
+EMAIL_VALUE = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+
+
+class PublishError(RuntimeError):
+    """The build cannot be published; the published file is left as it was."""
+
+
+@dataclass
+class PublishResult:
+    published_path: Path
+    tables: dict[str, int] = field(default_factory=dict)  # "schema.table" -> rows
+    size_bytes: int = 0
+    published_at: str = ""
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def privacy_violations(con: duckdb.DuckDBPyConnection, catalog: str) -> list[str]:
+    """Columns in `catalog` that are named like personal data or hold e-mail-shaped values."""
+    problems: list[str] = []
+    cols = con.execute(
+        "select schema_name, table_name, column_name, data_type from duckdb_columns() "
+        "where database_name = ? and schema_name in (select unnest(?))",
+        [catalog, list(PUBLISHED_SCHEMAS)],
+    ).fetchall()
+    for schema, table, column, data_type in cols:
+        where = f"{schema}.{table}.{column}"
+        if FORBIDDEN_COLUMN.search(column):
+            problems.append(f"{where}: column name suggests personal data")
+            continue
+        if data_type == "VARCHAR":
+            hit = con.execute(
+                f"select count(*) from {_quote(catalog)}.{_quote(schema)}.{_quote(table)} "
+                f"where regexp_matches({_quote(column)}, ?)",
+                [EMAIL_VALUE],
+            ).fetchone()[0]
+            if hit:
+                problems.append(f"{where}: {hit} value(s) look like e-mail addresses")
+    return problems
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def clean_stale_temporaries(published_db: Path) -> list[Path]:
+    """Remove temporaries that a killed publish left behind (they were never visible)."""
+    removed = []
+    for p in published_db.parent.glob(f"{TMP_PREFIX}*"):
+        p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResult:
+    """Copy the analyst-facing schemas of `build_db` into `published_db`, atomically.
+
+    Raises PublishError (and leaves `published_db` untouched) when the build has no marts or
+    a published column would expose personal data.
+    """
+    build_db = Path(build_db)
+    published_db = Path(published_db)
+    if not build_db.exists():
+        raise PublishError(
+            f"nothing to publish: the build file {build_db} does not exist. Run the whole "
+            "graph (`talent run`) so that dbt builds it first."
+        )
+    published_db.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temporaries(published_db)
+    tmp = published_db.parent / f"{TMP_PREFIX}{os.getpid()}-{published_db.name}"
+    result = PublishResult(published_path=published_db)
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            con.execute(f"attach {_quote(str(build_db))} as build (read_only)")
+            tables = con.execute(
+                "select schema_name, table_name, comment from duckdb_tables() "
+                "where database_name = 'build' and schema_name in (select unnest(?)) "
+                "order by schema_name, table_name",
+                [list(PUBLISHED_SCHEMAS)],
+            ).fetchall()
+            views = con.execute(
+                "select schema_name, view_name from duckdb_views() "
+                "where database_name = 'build' and schema_name in (select unnest(?)) "
+                "and not internal",
+                [list(PUBLISHED_SCHEMAS)],
+            ).fetchall()
+            if not tables and not views:
+                raise PublishError(
+                    f"the build file {build_db} has no tables in schema(s) "
+                    f"{', '.join(PUBLISHED_SCHEMAS)}: dbt has not built the marts. Nothing was "
+                    "published; the previous warehouse stays in place."
+                )
+            for schema in PUBLISHED_SCHEMAS:
+                con.execute(f"create schema if not exists {_quote(schema)}")
+            # Views in the build file are materialised: the published file must not depend on
+            # schemas it does not contain.
+            objects = [(s, t, c) for s, t, c in tables] + [(s, v, None) for s, v in views]
+            for schema, name, comment in objects:
+                target = f"{_quote(schema)}.{_quote(name)}"
+                con.execute(
+                    f"create table {target} as select * from build.{_quote(schema)}.{_quote(name)}"
+                )
+                if comment:
+                    con.execute(f"comment on table {target} is {_sql_str(comment)}")
+                for column, col_comment in con.execute(
+                    "select column_name, comment from duckdb_columns() where database_name = "
+                    "'build' and schema_name = ? and table_name = ? and comment is not null",
+                    [schema, name],
+                ).fetchall():
+                    con.execute(
+                        f"comment on column {target}.{_quote(column)} is {_sql_str(col_comment)}"
+                    )
+                result.tables[f"{schema}.{name}"] = con.execute(
+                    f"select count(*) from {target}"
+                ).fetchone()[0]
+            con.execute("detach build")
+            catalog = con.execute("select current_database()").fetchone()[0]
+            problems = privacy_violations(con, catalog)
+            if problems:
+                raise PublishError(
+                    "refusing to publish: the analyst-facing file would expose personal data:\n  "
+                    + "\n  ".join(problems)
+                    + "\nFix the mart so it carries the pseudonymous person_key instead."
+                )
+            result.published_at = datetime.now(UTC).isoformat(timespec="seconds")
+            con.execute(
+                "create table main.publish_info as select ?::timestamptz as published_at, "
+                "? as run_id, ? as tables",
+                [result.published_at, run_id, len(result.tables)],
+            )
+            con.execute("checkpoint")
+        finally:
+            con.close()
+        _fsync_path(tmp)
+        os.replace(tmp, published_db)
+        _fsync_path(published_db.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        Path(str(tmp) + ".wal").unlink(missing_ok=True)
+        raise
+    result.size_bytes = published_db.stat().st_size
+    return result
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

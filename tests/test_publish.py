@@ -1,0 +1,92 @@
+"""Publishing is atomic, keeps readers on their snapshot, and refuses personal data."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.lib.publish import PublishError, clean_stale_temporaries, publish
+
+
+def _build(path: Path, rows: int, extra_sql: str = "") -> None:
+    with duckdb.connect(str(path)) as con:
+        con.execute("create schema if not exists marts")
+        con.execute("create schema if not exists staging")
+        con.execute(f"create or replace table marts.coverage as select range as month, range * 2 as headcount from range({rows})")
+        con.execute("comment on table marts.coverage is 'grain: month'")
+        con.execute("create or replace table staging.people as select 'a@b.example' as work_email")
+        if extra_sql:
+            con.execute(extra_sql)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_publish_copies_only_marts_with_comments(tmp_path):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 10)
+    result = publish(build, published, run_id="r1")
+    assert result.tables == {"marts.coverage": 10}
+    with duckdb.connect(str(published), read_only=True) as con:
+        schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
+        assert schemas == {"marts", "main"}  # main holds publish_info only
+        assert con.execute("select comment from duckdb_tables() where table_name='coverage'").fetchone()[0] == "grain: month"
+        assert con.execute("select run_id from publish_info").fetchone()[0] == "r1"
+    assert not list(tmp_path.glob(".publishing-*"))
+
+
+def test_reader_keeps_old_snapshot_while_new_file_is_published(tmp_path):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 3)
+    publish(build, published)
+    reader = duckdb.connect(str(published), read_only=True)
+    try:
+        _build(build, 7)
+        publish(build, published)  # must not fail although a reader holds the file
+        assert reader.execute("select count(*) from marts.coverage").fetchone()[0] == 3
+    finally:
+        reader.close()
+    with duckdb.connect(str(published), read_only=True) as con:
+        assert con.execute("select count(*) from marts.coverage").fetchone()[0] == 7
+
+
+@pytest.mark.parametrize(
+    "bad_sql",
+    [
+        "create table marts.leak as select 'x' as person_key, 75000 as annual_salary_usd",
+        "create table marts.leak2 as select 'jane.doe@corp.example' as contact",
+        "create table marts.leak3 as select 'Jane' as first_name",
+    ],
+)
+def test_personal_data_is_refused_and_published_file_unchanged(tmp_path, bad_sql):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 3)
+    publish(build, published)
+    before = _digest(published)
+    _build(build, 5, extra_sql=bad_sql)
+    with pytest.raises(PublishError, match="personal data"):
+        publish(build, published)
+    assert _digest(published) == before
+    assert not list(tmp_path.glob(".publishing-*"))
+
+
+def test_missing_build_or_empty_marts_is_a_clear_error(tmp_path):
+    with pytest.raises(PublishError, match="does not exist"):
+        publish(tmp_path / "nope.duckdb", tmp_path / "talent.duckdb")
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    with pytest.raises(PublishError, match="has no tables"):
+        publish(empty, tmp_path / "talent.duckdb")
+    assert not (tmp_path / "talent.duckdb").exists()
+
+
+def test_stale_temporary_from_a_killed_publish_is_removed(tmp_path):
+    published = tmp_path / "talent.duckdb"
+    stale = tmp_path / ".publishing-999-talent.duckdb"
+    stale.write_bytes(b"half written")
+    assert clean_stale_temporaries(published) == [stale]
+    assert not stale.exists()
