@@ -10,7 +10,7 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster
 SOURCES ?= sources/sample
 WAREHOUSE ?= warehouse
 
-.PHONY: help setup run test dev lint format bench docs clean
+.PHONY: help setup run test dev lint format bench clean
 
 help:
 	@echo "make run    - set up and run the whole pipeline on $(SOURCES) into $(WAREHOUSE)/"
@@ -18,7 +18,6 @@ help:
 	@echo "make dev    - Dagster UI (and daemon: schedules, sensors) on http://127.0.0.1:3000"
 	@echo "make lint   - ruff and sqlfluff"
 	@echo "make bench  - benchmark at 50,000 employees (writes bench/results.json)"
-	@echo "make docs   - dbt documentation site into $(WAREHOUSE)/docs"
 
 $(UV):
 	@echo "uv not found: installing it from PyPI into .tools/"
@@ -53,9 +52,6 @@ format: setup
 
 bench: setup
 	$(UV) run python -m pipelines.bench
-
-docs: setup
-	$(UV) run talent docs --warehouse-dir $(WAREHOUSE)
 
 clean:
 	rm -rf $(WAREHOUSE) dashboards/reports bench/work .pytest_cache dbt_project/target dbt_project/logs

@@ -1,8 +1,62 @@
-"""`talent run`: not built yet."""
+"""`talent run`: materialise every asset once, as the nightly schedule would."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 
-def command() -> None:
-    typer.echo("talent run is not implemented yet", err=True)
-    raise typer.Exit(2)
+def command(
+    sources: Path = typer.Option(
+        Path("sources/sample"), "--sources", help="Folder with hris/, lms/, incidents/, fleet/."
+    ),
+    warehouse_dir: Path = typer.Option(
+        Path("warehouse"), "--warehouse-dir", help="Where the warehouse files are kept."
+    ),
+    quarter: str = typer.Option(
+        "", "--quarter", help="Report quarter (YYYY-Qn); default: the latest complete quarter."
+    ),
+    skip_report: bool = typer.Option(False, "--skip-report", help="Do not render the report."),
+) -> None:
+    from pipelines.runner import RunLockedError, apply_locations, run_nightly, run_report
+
+    if not sources.is_dir():
+        typer.echo(
+            f"error: sources folder {sources} does not exist. Point --sources at a folder with "
+            "hris/, lms/, incidents/ and fleet/ (see sources/README.md), or generate one with "
+            "`talent generate --out DIR`.",
+            err=True,
+        )
+        raise typer.Exit(2)
+    settings = apply_locations(sources, warehouse_dir)
+    try:
+        from pipelines.runner import warehouse_lock
+
+        with warehouse_lock(settings.warehouse_dir):
+            typer.echo(f"talent run: {settings.sources_dir} -> {settings.warehouse_dir}", err=True)
+            outcome = run_nightly(settings)
+            typer.echo(outcome.describe(), err=True)
+            if not outcome.success:
+                typer.echo(
+                    f"The run failed; {settings.published_db} was left as it was "
+                    "(nothing half-built is published). Fix the cause above and run again: "
+                    "files already loaded are not loaded twice.",
+                    err=True,
+                )
+                raise typer.Exit(1)
+            typer.echo(f"published: {settings.published_db}", err=True)
+            if skip_report:
+                return
+            from pipelines.lib.report import latest_complete_quarter
+
+            label = quarter or str(latest_complete_quarter(settings.published_db))
+            report = run_report(settings, label)
+            typer.echo(report.describe(), err=True)
+            if not report.success:
+                raise typer.Exit(1)
+            out = settings.reports_dir / label
+            typer.echo(f"report: {out / 'talent-report.html'} and {out / 'talent-report.pdf'}")
+    except RunLockedError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from None

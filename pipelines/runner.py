@@ -1,0 +1,143 @@
+"""Run the graph once, in this process, the way the nightly schedule does.
+
+Used by `talent run` and by the end-to-end tests. It takes a lock on the warehouse folder (one
+writer at a time), runs the `nightly` job, renders the report for a quarter, and turns Dagster's
+event log into a short verdict: which asset or check failed, and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.config import Settings
+
+
+class RunLockedError(RuntimeError):
+    pass
+
+
+@dataclass
+class Failure:
+    kind: str  # "asset" or "check"
+    name: str
+    message: str
+
+
+@dataclass
+class RunOutcome:
+    success: bool
+    run_id: str = ""
+    failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)
+    materialized: list[str] = field(default_factory=list)
+    report: dict | None = None
+
+    def describe(self) -> str:
+        lines = [f"{len(self.materialized)} assets materialised (run {self.run_id})"]
+        for f in self.failures:
+            lines.append(f"FAILED {f.kind} {f.name}: {f.message}")
+        for w in self.warnings:
+            lines.append(f"warning: {w.kind} {w.name}: {w.message}")
+        return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def warehouse_lock(warehouse_dir: Path) -> Iterator[None]:
+    """Exclusive lock on the warehouse folder: a second run waits for nobody, it says why."""
+    warehouse_dir.mkdir(parents=True, exist_ok=True)
+    lock_path = warehouse_dir / ".run.lock"
+    with open(lock_path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise RunLockedError(
+                f"another run is writing to {warehouse_dir} (pid {holder}); wait for it to "
+                "finish, or point --warehouse-dir at another folder."
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _instance():
+    import dagster as dg
+
+    if os.environ.get("DAGSTER_HOME"):
+        Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral()
+
+
+def _outcome(result) -> RunOutcome:
+    import dagster as dg
+
+    out = RunOutcome(success=result.success, run_id=result.run_id)
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            err = event.step_failure_data.error
+            message = (err.message if err else "failed").strip().splitlines()
+            out.failures.append(Failure("step", event.step_key or "?", " ".join(message[:6])))
+        elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            out.materialized.append(event.asset_key.to_user_string())
+        elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            ev = event.event_specific_data
+            if ev.passed:
+                continue
+            meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
+            detail = "; ".join(f"{k}={v}" for k, v in list(meta.items())[:6])
+            name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
+            bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
+            bucket.append(Failure("check", name, detail or "did not pass"))
+    return out
+
+
+def run_nightly(settings: Settings) -> RunOutcome:
+    """Materialise the nightly job (everything but the report) over `settings`."""
+    from pipelines.definitions import defs
+
+    job = defs.resolve_job_def("nightly")
+    result = job.execute_in_process(
+        instance=_instance(),
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        tags={"talent/trigger": "cli"},
+    )
+    return _outcome(result)
+
+
+def run_report(settings: Settings, quarter: str) -> RunOutcome:
+    from pipelines.definitions import defs
+
+    job = defs.resolve_job_def("quarterly_report")
+    result = job.execute_in_process(
+        instance=_instance(),
+        raise_on_error=False,
+        partition_key=quarter,
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        tags={"talent/trigger": "cli"},
+    )
+    return _outcome(result)
+
+
+def apply_locations(sources: Path | None, warehouse_dir: Path | None) -> Settings:
+    """Point the environment (read by every resource and by dbt) at these folders."""
+    if sources is not None:
+        os.environ["TALENT_SOURCES"] = str(Path(sources).resolve())
+    if warehouse_dir is not None:
+        os.environ["TALENT_WAREHOUSE_DIR"] = str(Path(warehouse_dir).resolve())
+    settings = Settings.from_env()
+    settings.ensure_dirs()
+    settings.export_env()
+    return settings

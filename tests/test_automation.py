@@ -1,0 +1,156 @@
+"""Schedules, the file-arrival sensor, and the definitions as the Dagster UI serves them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.config import TalentSettings
+from pipelines.defs.automation import (
+    new_exports_sensor,
+    nightly_schedule,
+    sources_fingerprint,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _export(folder: Path, name: str, text: str = "cluster,as_of_date,site,gpu_model,gpu_count\n") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(text)
+    return p
+
+
+def _tick(sources: Path, cursor: str | None):
+    ctx = dg.build_sensor_context(
+        cursor=cursor, resources={"settings": TalentSettings(sources_dir=str(sources))}
+    )
+    return new_exports_sensor(ctx), ctx.cursor
+
+
+def test_sensor_requests_a_run_only_when_new_files_land(tmp_path, monkeypatch):
+    monkeypatch.setenv("TALENT_SETTLE_SECONDS", "0")
+    _export(tmp_path / "fleet", "gpu_fleet_2026-01.csv")
+    _export(tmp_path / "fleet", "notes.txt")  # not a contract file: ignored
+
+    first, cursor = _tick(tmp_path, None)
+    assert isinstance(first, dg.RunRequest)
+    assert first.tags["talent/new_files"] == "1"
+
+    again, cursor2 = _tick(tmp_path, cursor)
+    assert isinstance(again, dg.SkipReason)
+    assert "no new export files" in again.skip_message
+    assert cursor2 == cursor
+
+    _export(tmp_path / "hris", "employees_2026-02.csv", "employee_id\n")
+    third, cursor3 = _tick(tmp_path, cursor)
+    assert isinstance(third, dg.RunRequest)
+    assert third.tags["talent/new_files"] == "1"
+    assert third.run_key != first.run_key
+
+
+def test_sensor_waits_for_files_that_are_still_being_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("TALENT_SETTLE_SECONDS", "3600")
+    _export(tmp_path / "fleet", "gpu_fleet_2026-01.csv")
+    result, _ = _tick(tmp_path, None)
+    assert isinstance(result, dg.SkipReason)
+    assert "1 file(s) still being written" in result.skip_message
+
+
+def test_sensor_explains_a_missing_sources_folder(tmp_path):
+    result, _ = _tick(tmp_path / "missing", None)
+    assert isinstance(result, dg.SkipReason)
+    assert "TALENT_SOURCES" in result.skip_message
+
+
+def test_fingerprint_changes_when_a_file_is_corrected(tmp_path):
+    p = _export(tmp_path / "fleet", "gpu_fleet_2026-01.csv")
+    before, settled, _ = sources_fingerprint(tmp_path, 0)
+    p.write_text(p.read_text() + "fra-1,2026-01-01,FRA,H100,512\n")
+    after, _, _ = sources_fingerprint(tmp_path, 0)
+    assert len(settled) == 1 and before != after
+
+
+def test_nightly_schedule_targets_the_nightly_job_at_two():
+    ctx = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 12, 2, 2, 0, tzinfo=timezone.utc)
+    )
+    data = nightly_schedule.evaluate_tick(ctx)
+    assert nightly_schedule.job_name == "nightly"
+    assert nightly_schedule.cron_schedule == "0 2 * * *"
+    assert len(data.run_requests) == 1
+
+
+def test_definitions_wire_schedules_sensors_and_jobs():
+    from pipelines.definitions import defs
+
+    repo = defs.get_repository_def()
+    assert {s.name for s in repo.schedule_defs} >= {"nightly_schedule", "quarterly_report_schedule"}
+    assert {s.name for s in repo.sensor_defs} >= {"new_exports_sensor", "warehouse_freshness_sensor"}
+    nightly = defs.resolve_job_def("nightly")
+    keys = {k.to_user_string() for k in nightly.asset_layer.executable_asset_keys}
+    assert "warehouse/published" in keys
+    assert not any(k.startswith("report/") for k in keys)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post(url: str, query: str) -> dict:
+    req = urllib.request.Request(
+        url, data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.mark.slow
+def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster_webserver", "-m", "pipelines.definitions",
+         "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/server_info", timeout=5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                    pytest.fail(f"webserver did not start:\n{out[-3000:]}")
+                time.sleep(1)
+        data = _post(f"{base}/graphql", "{ assetNodes { assetKey { path } groupName } }")
+        nodes = data["data"]["assetNodes"]
+        keys = {"/".join(n["assetKey"]["path"]) for n in nodes}
+        assert "raw/employees" in keys
+        assert "marts/certification_coverage" in keys
+        assert "warehouse/published" in keys
+        assert "report/quarterly_talent_report" in keys
+        groups = {n["groupName"] for n in nodes}
+        assert {"ingestion", "warehouse", "publish", "report"} <= groups
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
