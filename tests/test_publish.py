@@ -90,3 +90,20 @@ def test_stale_temporary_from_a_killed_publish_is_removed(tmp_path):
     stale.write_bytes(b"half written")
     assert clean_stale_temporaries(published) == [stale]
     assert not stale.exists()
+
+
+def test_published_file_opens_in_the_duckdb_cli(tmp_path):
+    import shutil
+    import subprocess
+
+    cli = shutil.which("duckdb")
+    if cli is None:
+        pytest.skip("duckdb CLI not on PATH (it comes with `uv sync`)")
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 4)
+    publish(build, published)
+    out = subprocess.run(
+        [cli, "-readonly", "-csv", str(published), "-c", "select sum(headcount) from marts.coverage"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert out.strip().splitlines()[-1] == str(sum(2 * i for i in range(4)))

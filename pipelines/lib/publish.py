@@ -20,6 +20,7 @@ import duckdb
 
 PUBLISHED_SCHEMAS = ("marts",)
 TMP_PREFIX = ".publishing-"
+STORAGE_VERSION = "v1.2.0"
 
 # Column names that must never reach the analyst-facing file (privacy by design).
 FORBIDDEN_COLUMN = re.compile(
@@ -105,8 +106,14 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
     tmp = published_db.parent / f"{TMP_PREFIX}{os.getpid()}-{published_db.name}"
     result = PublishResult(published_path=published_db)
     try:
-        con = duckdb.connect(str(tmp))
+        con = duckdb.connect()
         try:
+            # An older storage format, so that analysts' tools (the DuckDB CLI from PyPI, BI
+            # drivers) that lag the library can still open the file.
+            con.execute(
+                f"attach {_quote(str(tmp))} as published (storage_version '{STORAGE_VERSION}')"
+            )
+            con.execute("use published")
             con.execute(f"attach {_quote(str(build_db))} as build (read_only)")
             tables = con.execute(
                 "select schema_name, table_name, comment from duckdb_tables() "
@@ -150,8 +157,7 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
                     f"select count(*) from {target}"
                 ).fetchone()[0]
             con.execute("detach build")
-            catalog = con.execute("select current_database()").fetchone()[0]
-            problems = privacy_violations(con, catalog)
+            problems = privacy_violations(con, "published")
             if problems:
                 raise PublishError(
                     "refusing to publish: the analyst-facing file would expose personal data:\n  "
@@ -164,7 +170,9 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
                 "? as run_id, ? as tables",
                 [result.published_at, run_id, len(result.tables)],
             )
-            con.execute("checkpoint")
+            con.execute("checkpoint published")
+            con.execute("use memory")
+            con.execute("detach published")
         finally:
             con.close()
         _fsync_path(tmp)
