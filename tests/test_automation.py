@@ -154,3 +154,20 @@ def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.mark.parametrize(
+    ("tick", "quarter"),
+    [
+        (datetime(2026, 10, 1, 6, 0, tzinfo=timezone.utc), "2026-Q3"),
+        (datetime(2027, 1, 1, 6, 0, tzinfo=timezone.utc), "2026-Q4"),
+        (datetime(2026, 4, 1, 6, 0, tzinfo=timezone.utc), "2026-Q1"),
+    ],
+)
+def test_quarterly_schedule_renders_the_quarter_just_closed(tick, quarter):
+    from pipelines.defs.automation import quarterly_report_schedule
+
+    ctx = dg.build_schedule_context(scheduled_execution_time=tick)
+    request = quarterly_report_schedule(ctx)
+    assert request.partition_key == quarter
+    assert quarterly_report_schedule.job_name == "quarterly_report"

@@ -58,6 +58,30 @@ nightly_schedule = dg.ScheduleDefinition(
 )
 
 
+def quarterly_cron() -> str:
+    return os.environ.get("TALENT_QUARTERLY_CRON", "0 6 1 1,4,7,10 *")
+
+
+def quarter_just_closed(day) -> str:
+    """The report quarter for a tick on `day`: the last quarter that ended before it."""
+    from pipelines.lib.report.quarters import Quarter
+
+    return Quarter.containing(day).previous().label
+
+
+@dg.schedule(
+    name="quarterly_report_schedule",
+    job=report_job,
+    cron_schedule=quarterly_cron(),
+    execution_timezone=timezone(),
+    description="Render the talent report for the quarter just closed.",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
+def quarterly_report_schedule(context: dg.ScheduleEvaluationContext):
+    label = quarter_just_closed(context.scheduled_execution_time.date())
+    return dg.RunRequest(run_key=f"report-{label}", partition_key=label)
+
+
 def contract_files(sources_dir: Path) -> list[Path]:
     """Files in a sources folder that a contract will ingest."""
     files = []
@@ -122,7 +146,7 @@ def new_exports_sensor(context: dg.SensorEvaluationContext, settings: TalentSett
 
 defs = dg.Definitions(
     jobs=[nightly_job, report_job],
-    schedules=[nightly_schedule],
+    schedules=[nightly_schedule, quarterly_report_schedule],
     sensors=[new_exports_sensor],
     resources={"settings": TalentSettings()},
 )

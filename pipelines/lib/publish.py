@@ -18,6 +18,8 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.lib.failpoints import failpoint
+
 PUBLISHED_SCHEMAS = ("marts",)
 TMP_PREFIX = ".publishing-"
 STORAGE_VERSION = "v1.2.0"
@@ -176,8 +178,10 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
         finally:
             con.close()
         _fsync_path(tmp)
+        failpoint("publish:before_replace")
         os.replace(tmp, published_db)
         _fsync_path(published_db.parent)
+        failpoint("publish:after_replace")
     except BaseException:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
