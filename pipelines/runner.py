@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,8 @@ class RunOutcome:
     failures: list[Failure] = field(default_factory=list)
     warnings: list[Failure] = field(default_factory=list)
     materialized: list[str] = field(default_factory=list)
-    report: dict | None = None
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    wall_seconds: float = 0.0
 
     def describe(self) -> str:
         lines = [f"{len(self.materialized)} assets materialised (run {self.run_id})"]
@@ -103,32 +106,67 @@ def _outcome(result) -> RunOutcome:
     return out
 
 
-def run_nightly(settings: Settings) -> RunOutcome:
-    """Materialise the nightly job (everything but the report) over `settings`."""
+def _step_seconds(instance, run_id: str) -> dict[str, float]:
+    """Wall seconds per step, from the run's event log."""
+    import dagster as dg
+
+    started: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    ends = {dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
+    for entry in instance.all_logs(run_id):
+        ev = entry.dagster_event
+        if ev is None or not ev.step_key:
+            continue
+        if ev.event_type == dg.DagsterEventType.STEP_START:
+            started[ev.step_key] = entry.timestamp
+        elif ev.event_type in ends and ev.step_key in started:
+            seconds[ev.step_key] = round(entry.timestamp - started[ev.step_key], 3)
+    return seconds
+
+
+def _execute(settings: Settings, job_name: str, **kwargs) -> RunOutcome:
     from pipelines.definitions import defs
 
-    job = defs.resolve_job_def("nightly")
-    result = job.execute_in_process(
-        instance=_instance(),
+    instance = _instance()
+    t0 = time.monotonic()
+    result = defs.resolve_job_def(job_name).execute_in_process(
+        instance=instance,
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         tags={"talent/trigger": "cli"},
+        **kwargs,
     )
-    return _outcome(result)
+    outcome = _outcome(result)
+    outcome.wall_seconds = round(time.monotonic() - t0, 3)
+    outcome.step_seconds = _step_seconds(instance, result.run_id)
+    _write_run_record(settings, job_name, outcome)
+    return outcome
+
+
+def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) -> None:
+    """warehouse/runs/last_<job>.json: what the last run did, for operators and the benchmark."""
+    runs = settings.warehouse_dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    record = {
+        "job": job_name,
+        "run_id": outcome.run_id,
+        "success": outcome.success,
+        "wall_seconds": outcome.wall_seconds,
+        "step_seconds": outcome.step_seconds,
+        "failures": [vars(f) for f in outcome.failures],
+        "warnings": [vars(f) for f in outcome.warnings],
+    }
+    (runs / f"last_{job_name}.json").write_text(json.dumps(record, indent=2))
+
+
+def run_nightly(settings: Settings) -> RunOutcome:
+    """Materialise the nightly job (everything but the report) over `settings`."""
+    return _execute(settings, "nightly")
 
 
 def run_report(settings: Settings, quarter: str) -> RunOutcome:
-    from pipelines.definitions import defs
-
-    job = defs.resolve_job_def("quarterly_report")
-    result = job.execute_in_process(
-        instance=_instance(),
-        raise_on_error=False,
-        partition_key=quarter,
-        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        tags={"talent/trigger": "cli"},
-    )
-    return _outcome(result)
+    """Render the report for `quarter` (YYYY-Qn) from the published warehouse."""
+    return _execute(settings, "quarterly_report", partition_key=quarter)
 
 
 def apply_locations(sources: Path | None, warehouse_dir: Path | None) -> Settings:
