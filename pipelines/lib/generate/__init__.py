@@ -1,0 +1,156 @@
+"""Synthetic company generator with planted ground truth (`talent generate`).
+
+`generate_company` simulates one company month by month and writes a full, coherent export set
+(HRIS, LMS, incident tool, fleet inventory) exactly as `pipelines.lib.contracts` describes it,
+plus `ground_truth.json` with the effects it planted, so the statistics can be checked against
+a known answer. Same arguments and seed give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.generate.model import PlantedModel
+from pipelines.lib.generate.simulate import INFRA, Simulation, month_starts
+from pipelines.lib.generate.writer import DirtPlan, ExportWriter
+
+__all__ = ["PlantedModel", "default_dirt_plan", "generate_company"]
+
+CERTIFIED_DEFINITION = (
+    "holds at least one active certification on the date: issued_on <= date <= expires_on, "
+    "or no expiry"
+)
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    """Refuse to mix two companies in one folder: stale files would make the set incoherent."""
+    folders = sorted({e.folder for e in EXPORTS.values()})
+    existing = [f for f in folders if (out / f).is_dir() and any((out / f).glob("*.csv"))]
+    if existing and not overwrite:
+        raise ValueError(
+            f"{out} already holds exports ({', '.join(existing)}); pick an empty folder or pass "
+            "--overwrite to replace them")
+    for f in existing:
+        shutil.rmtree(out / f)
+    (out / "ground_truth.json").unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def default_dirt_plan(months: list[date], garbage_rows: bool = False) -> DirtPlan:
+    """Realistic defects at fixed relative positions in the window (see sources/SAMPLE.md)."""
+    n = len(months)
+
+    def per(k: float) -> str:
+        return months[min(n - 1, max(1, int(n * k)))].strftime("%Y-%m")
+
+    plan = DirtPlan(
+        duplicates={("enrolments", per(1 / 3)): 2, ("responders", per(2 / 3)): 2,
+                    ("job_history", per(1 / 4)): 1},
+        corrected={("job_history", per(1 / 2))},
+        crlf={("employees", per(1 / 6))},
+        bom={("courses", months[0].strftime("%Y-%m"))}
+        | {("certifications", m.strftime("%Y-%m")) for m in months[::6]},
+        whitespace_rate=0.003,
+        email_case_rate=0.05,
+    )
+    if garbage_rows:
+        plan.garbage = {("incidents", per(3 / 4))}
+    return plan
+
+
+def generate_company(
+    out: Path,
+    employees: int,
+    years: int,
+    end_date: date,
+    seed: int,
+    daily_from: date | None = None,
+    progress: bool = True,
+    *,
+    dirt: bool = True,
+    garbage_rows: bool = False,
+    model: PlantedModel | None = None,
+    overwrite: bool = False,
+) -> dict:
+    """Write DIR/{hris,lms,incidents,fleet}/ and DIR/ground_truth.json; return a summary.
+
+    ``dirt`` plants the harmless defects every real delivery has (duplicates, a corrected
+    re-delivery, blanks, mixed-case e-mails, CRLF, BOMs); ``garbage_rows`` adds two unreadable
+    lines to one incidents file for the quarantine to catch.
+    """
+    if employees < 50:
+        raise ValueError(f"employees={employees}: use at least 50 so that the company has an infrastructure team")
+    if years < 1:
+        raise ValueError(f"years={years}: simulate at least one year")
+    model = model or PlantedModel()
+    out = Path(out)
+    months = month_starts(end_date, years)
+    if daily_from is not None and not (months[0] <= daily_from <= end_date):
+        raise ValueError(
+            f"--daily-from {daily_from} lies outside the simulated window {months[0]}..{end_date}; "
+            "pick a day inside it (for example the last day, to add one more day of exports)")
+    _prepare_out(out, overwrite)
+    plan = default_dirt_plan(months, garbage_rows) if dirt else DirtPlan()
+    if garbage_rows and not dirt:
+        plan = replace(plan, garbage=default_dirt_plan(months, True).garbage)
+    # separate streams: dirt never shifts the simulation's random numbers
+    seeds = np.random.SeedSequence(seed).spawn(2)
+    writer = ExportWriter(out, months[0], end_date, daily_from, plan, np.random.default_rng(seeds[1]))
+    sim = Simulation(writer, employees, years, end_date, int(seeds[0].generate_state(1)[0]), model, progress)
+    extra = sim.run()
+
+    p = sim.p
+    n = p.n
+    infra = np.flatnonzero((p.division[:n] == INFRA) & (p.etype[:n] == 0))
+    ever_certified = sum(1 for i in infra if sim.awards.get(int(i)))
+    summary = {
+        "files_written": len(writer.files),
+        "files": sorted(writer.files),
+        "rows": dict(sorted(writer.rows.items())),
+        "people": int(n),
+        "infra_engineers": int(infra.size),
+        "infra_engineers_ever_certified": int(ever_certified),
+        "clusters": len(sim.clusters),
+        "start": months[0].isoformat(),
+        "end": end_date.isoformat(),
+        **sim.stats,
+    }
+    truth = {
+        **{k: getattr(model, k) for k in ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")},
+        "certified_definition": CERTIFIED_DEFINITION,
+        "seed": seed,
+        "parameters": {"employees": employees, "years": years, "end_date": end_date.isoformat(),
+                       "daily_from": daily_from.isoformat() if daily_from else None,
+                       "dirt": dirt, "garbage_rows": garbage_rows},
+        "model": model.as_dict(),
+        "model_notes": {
+            "incidents": "primary-responder incidents of an infrastructure employee per month ~ Poisson("
+                         "incident_base_rate * fleet_index(month) * exp(incident_level_slope*(level-2)) * "
+                         "frailty * incident_rate_ratio^certified * exposure); certified is evaluated per day, "
+                         "exposure = days employed in the month / days in the month",
+            "fleet_index": "company GPU count at month end / GPU count of the clusters present in the first month",
+            "mttr": "resolve minutes ~ LogNormal(log mttr_base_minutes + mttr_severity_effect + mttr_level_slope*level "
+                    "+ mttr_year_slope*years_since_start + log(mttr_ratio)*certified_at_opening, mttr_sigma); "
+                    "vendor-led incidents are hardware replacements resolved after Uniform(2, 21) days",
+            "attrition": "monthly voluntary exit probability voluntary_hazard * attrition_hazard_ratio^certified "
+                         "(certified at the start of the month); involuntary and other exits independent of it",
+            "confounding": "certification uptake rises with level and tenure; level lowers incidents; fleets grow",
+            "population": "contractors and interns (employment_type) never act as primary responders and never certify",
+            "contractor_hours": "hours per team-month = contractor_hours_per_template_head * template headcount * "
+                                "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
+            "vendor_incidents": "vendor_primary_rate * fleet_index per cluster-month, primary responder from a vendor domain "
+                                "(unmatched in the HRIS); they carry no planted effect",
+        },
+        "fleet_index_by_month": extra["fleet_index_by_month"],
+        "counts": {k: v for k, v in summary.items() if k != "files"},
+        "dirt": writer.dirt,
+    }
+    (out / "ground_truth.json").write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return summary
