@@ -1,5 +1,70 @@
-"""Dagster definitions for roi (not built yet)."""
+"""ROI assets: price training investment and its returns from the marts (group `roi`).
+
+Thin wiring around `pipelines.lib.roi`: read the input marts from the build file through Arrow
+into Polars, compute the three tables, write them back to schema `marts`, close the file.
+"""
 
 import dagster as dg
+import duckdb
 
-defs = dg.Definitions()
+from pipelines.config import TalentSettings
+from pipelines.lib.roi import (
+    INPUT_MARTS,
+    OUTPUT_TABLES,
+    RoiInputError,
+    build_roi_tables,
+    load_assumptions,
+    read_marts,
+    write_tables,
+)
+
+ROI_KEYS = {name: dg.AssetKey(["marts", name]) for name in OUTPUT_TABLES}
+
+DESCRIPTIONS = {
+    "roi_by_period": "Investment, returns and ROI per quarter and calendar year "
+                     "(grain: period_type, period_start).",
+    "roi_summary": "One row per investment or return line item over the data window, with its "
+                   "formula and inputs (grain: category, item).",
+    "roi_sensitivity": "Tornado table: net ROI with each assumption at low and at high "
+                       "(grain: assumption); includes the certification-effect CI.",
+}
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            key,
+            group_name="roi",
+            description=DESCRIPTIONS[name],
+            deps=[dg.AssetKey(["marts", m]) for m in INPUT_MARTS],
+            kinds={"polars", "duckdb"},
+        )
+        for name, key in ROI_KEYS.items()
+    ],
+)
+def roi_tables(context: dg.AssetExecutionContext, settings: TalentSettings):
+    """Assumptions come from sources/scenarios/assumptions.yaml; the certification effect and
+    its CI replace the incident-rate and MTTR ratios."""
+    s = settings.get()
+    if not s.build_db.exists():
+        raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")
+    try:
+        assumptions = load_assumptions()
+        with duckdb.connect(str(s.build_db)) as con:
+            marts = read_marts(con, db_label=str(s.build_db))
+            tables = build_roi_tables(marts, assumptions)
+            write_tables(con, tables)
+    except RoiInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    for name, key in ROI_KEYS.items():
+        df = tables[name]
+        meta: dict[str, dg.MetadataValue] = {"dagster/row_count": dg.MetadataValue.int(df.height)}
+        if name == "roi_by_period":
+            years = df.filter(df["period_type"] == "year")
+            last = years.row(-1, named=True) if years.height else {}
+            if last.get("net_roi") is not None:
+                meta["last_year_net_roi"] = dg.MetadataValue.float(float(last["net_roi"]))
+        yield dg.MaterializeResult(asset_key=key, metadata=meta)
+
+
+defs = dg.Definitions(assets=[roi_tables], resources={"settings": TalentSettings()})

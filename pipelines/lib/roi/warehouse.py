@@ -1,0 +1,289 @@
+"""ROI over the warehouse: drivers from the marts, three output tables.
+
+Pure functions over Polars LazyFrames (no Dagster, no DuckDB) plus two thin I/O helpers
+(`read_marts`, `write_tables`). Tables written to schema `marts` of the build file:
+
+`roi_by_period` - grain (period_type, period_start); period_type in quarter, year.
+    period_start / period_end (DATE, first and last day), every driver column (see
+    `model.DRIVER_COLUMNS`), one `<item>_usd` column per line item, investment_usd, return_usd,
+    net_return_usd, net_roi ((return - investment) / investment), gross_return_multiple
+    (return / investment); ratios are null when nothing was invested. Year rows sum the quarters
+    of that calendar year present in the data (a partial year is a partial sum).
+`roi_summary` - grain (category, item) over the whole data window: category (investment /
+    return), item, label, amount_usd, formula, inputs (the driver totals and assumption values
+    that produced the amount), period_start, period_end.
+`roi_sensitivity` - grain assumption: assumption, low_value, base_value, high_value,
+    roi_at_low, roi_at_high, base_roi (net ROI over the window with every assumption at base),
+    swing; sorted widest first for a tornado chart. The incident-rate and MTTR ratios range over
+    the confidence interval of certification_effect; the row "certification_effect CI (both
+    ratios)" moves both together and gives the ROI interval the estimate's uncertainty implies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import polars as pl
+
+from pipelines.lib.roi.assumptions import Assumption, RoiInputError, base_params
+from pipelines.lib.roi.model import (
+    DRIVER_COLUMNS,
+    ITEM_COLUMNS,
+    LINE_ITEMS,
+    Params,
+    add_totals,
+    compute_items,
+    sensitivity,
+    totals,
+)
+
+INPUT_MARTS: dict[str, tuple[str, ...]] = {
+    "training_spend": ("quarter", "spend_category", "participants", "enrolments",
+                       "spend_usd", "list_price_usd", "discount_usd", "training_hours"),
+    "contractor_costs": ("month", "hours"),
+    "fleet_size": ("month", "cluster", "gpu_count"),
+    "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
+    "certification_effect": ("metric", "estimate", "ci_low", "ci_high"),
+    "certification_coverage": ("month", "segment_type", "coverage_share"),
+}
+OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
+
+COURSE_CATEGORIES = ("online", "internal", "vendor_partnership", "apprenticeship")
+# bootcamps and vendor programmes include lab access (seed-facts.md "Ways to accelerate training")
+LAB_CATEGORIES = ("online", "internal", "apprenticeship")
+
+# warehouse ROI assumptions that the data replaces: fees, discounts, participants' hours
+DATA_REPLACES = ("course_fee_usd_per_participant", "bootcamp_fee_usd_per_participant",
+                 "exam_fee_usd", "vendor_discount_share", "training_hours_per_participant")
+
+
+def _f(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Float64).fill_null(0.0)
+
+
+def _sum_where(value: pl.Expr, categories: tuple[str, ...]) -> pl.Expr:
+    return pl.when(pl.col("spend_category").is_in(list(categories))).then(value).otherwise(0.0).sum()
+
+
+def investment_drivers(training_spend: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: fees at list price by kind, discounts, exam attempts, lab enrolments,
+    apprentices and training hours. List price falls back to spend + discount when missing."""
+    list_price = pl.coalesce(pl.col("list_price_usd").cast(pl.Float64),
+                             _f("spend_usd") + _f("discount_usd"))
+    return (
+        training_spend.with_columns(_list=list_price.fill_null(0.0))
+        .group_by(pl.col("quarter").cast(pl.Date))
+        .agg(
+            course_list_price_usd=_sum_where(pl.col("_list"), COURSE_CATEGORIES),
+            bootcamp_list_price_usd=_sum_where(pl.col("_list"), ("bootcamp",)),
+            exam_list_price_usd=_sum_where(pl.col("_list"), ("certification_exam",)),
+            discounts_usd=_f("discount_usd").sum(),
+            exam_attempts=_sum_where(_f("enrolments"), ("certification_exam",)),
+            lab_enrolments=_sum_where(_f("enrolments"), LAB_CATEGORIES),
+            apprentices=_sum_where(_f("participants"), ("apprenticeship",)),
+            training_hours=_f("training_hours").sum(),
+        )
+    )
+
+
+def downtime_drivers(incident_downtime: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: GPU-hours lost in incidents whose primary responder was certified."""
+    return (
+        incident_downtime.filter(pl.col("certification_status") == "certified")
+        .group_by(pl.col("quarter").cast(pl.Date))
+        .agg(certified_downtime_gpu_hours=_f("gpu_hours_lost").sum())
+    )
+
+
+def contractor_drivers(contractor_costs: pl.LazyFrame, baseline_months: int) -> pl.LazyFrame:
+    """Per quarter: contractor hours replaced = sum over months of max(0, baseline - hours),
+    baseline = mean monthly hours of the first `baseline_months` months in the data (the level
+    before in-house engineers took over)."""
+    n = max(1, int(baseline_months))
+    monthly = (
+        contractor_costs.group_by(pl.col("month").cast(pl.Date))
+        .agg(hours=_f("hours").sum())
+        .sort("month")
+    )
+    return (
+        monthly.with_columns(baseline=pl.col("hours").head(n).mean())
+        .with_columns(replaced=(pl.col("baseline") - pl.col("hours")).clip(lower_bound=0.0))
+        .group_by(quarter=pl.col("month").dt.truncate("1q"))
+        .agg(contractor_hours_replaced=pl.col("replaced").sum())
+    )
+
+
+def fleet_drivers(fleet_size: pl.LazyFrame, coverage: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: certified GPU-years = sum over months of GPUs x certified share of the team
+    (certification_coverage, segment `all`) / 12. A month without a coverage row counts as
+    uncertified, so missing data never inflates the return."""
+    share = (
+        coverage.filter(pl.col("segment_type") == "all")
+        .group_by(pl.col("month").cast(pl.Date))
+        .agg(share=_f("coverage_share").mean())
+    )
+    monthly = (
+        fleet_size.group_by(pl.col("month").cast(pl.Date))
+        .agg(gpus=_f("gpu_count").sum())
+        .join(share, on="month", how="left")
+    )
+    return (
+        monthly.group_by(quarter=pl.col("month").dt.truncate("1q"))
+        .agg(certified_fleet_gpu_years=(pl.col("gpus") * _f("share")).sum() / 12.0)
+    )
+
+
+def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
+    """Outer-join per-quarter driver frames on quarter; a driver absent in a quarter is 0."""
+    quarters = pl.concat([p.select("quarter") for p in parts]).unique()
+    out = quarters
+    for p in parts:
+        out = out.join(p, on="quarter", how="left")
+    present = set(out.collect_schema().names())
+    return out.with_columns(
+        [_f(c).alias(c) if c in present else pl.lit(0.0).alias(c) for c in DRIVER_COLUMNS]
+    ).sort("quarter")
+
+
+def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """(ci_low, estimate, ci_high) of the incident-rate and MTTR ratios; errors name the row."""
+    out = {}
+    for metric, param in (("incident_rate_ratio", "incident_rate_ratio"), ("mttr_ratio", "mttr_ratio")):
+        rows = certification_effect.filter(pl.col("metric") == metric)
+        if rows.height != 1:
+            raise RoiInputError(
+                f"marts.certification_effect: expected one row with metric = '{metric}', found "
+                f"{rows.height}; run the statistics asset (marts/certification_effect) first")
+        r = rows.row(0, named=True)
+        vals = (r["ci_low"], r["estimate"], r["ci_high"])
+        if any(v is None or v <= 0 for v in vals):
+            raise RoiInputError(
+                f"marts.certification_effect, metric '{metric}': estimate and CI must be positive "
+                f"ratios, got ci_low={r['ci_low']}, estimate={r['estimate']}, ci_high={r['ci_high']}; "
+                "the model cannot price downtime without them")
+        lo, est, hi = (float(v) for v in vals)
+        out[param] = (min(lo, est), est, max(hi, est))
+    return out
+
+
+def warehouse_assumptions(
+    assumptions: Mapping[str, Assumption], certification_effect: pl.DataFrame
+) -> dict[str, Assumption]:
+    """The assumptions with the ratios replaced by the measured effect and its CI."""
+    out = dict(assumptions)
+    for name, (lo, est, hi) in effect_params(certification_effect).items():
+        out[name] = replace(out[name], low=lo, base=est, high=hi,
+                            basis="marts.certification_effect (estimate, 95 % CI)")
+    return out
+
+
+def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """Quarter rows priced per quarter, and calendar-year rows summed from them."""
+    q = compute_items(drivers, params).with_columns(period_type=pl.lit("quarter"),
+                                                   period_start=pl.col("quarter"))
+    y = add_totals(
+        q.group_by(period_start=pl.col("quarter").dt.truncate("1y"))
+        .agg([pl.col(c).sum() for c in (*DRIVER_COLUMNS, *ITEM_COLUMNS)])
+        .with_columns(period_type=pl.lit("year"))
+    )
+    cols = ["period_type", "period_start", "period_end", *DRIVER_COLUMNS, *ITEM_COLUMNS,
+            "investment_usd", "return_usd", "net_return_usd", "net_roi", "gross_return_multiple"]
+    both = pl.concat([q.drop("quarter"), y], how="diagonal_relaxed").with_columns(
+        period_end=pl.when(pl.col("period_type") == "quarter")
+        .then(pl.col("period_start").dt.offset_by("3mo"))
+        .otherwise(pl.col("period_start").dt.offset_by("1y"))
+        .dt.offset_by("-1d")
+    )
+    return both.select(cols).sort("period_type", "period_start")
+
+
+def roi_summary(drivers: pl.LazyFrame, params: Params) -> pl.DataFrame:
+    """One row per line item over the whole window, with its formula and priced inputs."""
+    window = drivers.select(start=pl.col("quarter").min(), end=pl.col("quarter").max()).collect().row(0)
+    summed = drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect().row(0, named=True)
+    result = totals(pl.LazyFrame({k: [v] for k, v in summed.items()}), params)
+    end = window[1]
+    period_end = None if end is None else (pl.select(pl.lit(end).dt.offset_by("3mo").dt.offset_by("-1d")).item())
+    rows = []
+    for li in LINE_ITEMS:
+        inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [f"{p}={params[p]:,.6g}" for p in li.params]
+        rows.append({"category": li.category, "item": li.item, "label": li.label,
+                     "amount_usd": result[li.column], "formula": li.formula,
+                     "inputs": "; ".join(inputs), "period_start": window[0], "period_end": period_end})
+    return pl.DataFrame(rows, schema={
+        "category": pl.String, "item": pl.String, "label": pl.String, "amount_usd": pl.Float64,
+        "formula": pl.String, "inputs": pl.String, "period_start": pl.Date, "period_end": pl.Date})
+
+
+def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]) -> pl.DataFrame:
+    """Tornado table over the window's net ROI; the drivers are summed once, then re-priced."""
+    summed = drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect()
+    lf = summed.lazy()
+    used = {p for li in LINE_ITEMS for p in li.params}
+    ranges = {n: (a.low, a.base, a.high) for n, a in assumptions.items()
+              if (n in used and "warehouse" in a.used_by) or n in ("incident_rate_ratio", "mttr_ratio")}
+    # contractor replaced hours do not depend on the rates; the contractor-baseline window is a
+    # driver choice, not a price, so it is left out of the tornado.
+    irr, mttr = assumptions["incident_rate_ratio"], assumptions["mttr_ratio"]
+    joint = {"certification_effect CI (both ratios)": {
+        "incident_rate_ratio": (irr.low, irr.high), "mttr_ratio": (mttr.low, mttr.high)}}
+    return sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
+
+
+def build_roi_tables(
+    marts: Mapping[str, pl.LazyFrame], assumptions: Mapping[str, Assumption]
+) -> dict[str, pl.DataFrame]:
+    """All three output tables from the input marts (LazyFrames keyed by mart name)."""
+    effect = marts["certification_effect"].collect()
+    assumed = warehouse_assumptions(assumptions, effect)
+    params = base_params(assumed)
+    drivers = quarterly_drivers(
+        investment_drivers(marts["training_spend"]),
+        downtime_drivers(marts["incident_downtime"]),
+        contractor_drivers(marts["contractor_costs"], int(params["contractor_baseline_months"])),
+        fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
+    ).collect().lazy()  # collect once: three tables read the same drivers
+    return {
+        "roi_by_period": roi_by_period(drivers, params).collect(),
+        "roi_summary": roi_summary(drivers, params),
+        "roi_sensitivity": roi_sensitivity(drivers, assumed),
+    }
+
+
+def read_marts(con, names=tuple(INPUT_MARTS), db_label: str = "the build file") -> dict[str, pl.LazyFrame]:
+    """Read input marts through Arrow into Polars; a missing mart or column is named."""
+    out = {}
+    for name in names:
+        exists = con.execute(
+            "select count(*) from information_schema.tables where table_schema = 'marts' and table_name = ?",
+            [name]).fetchall()[0][0]
+        if not exists:
+            raise RoiInputError(
+                f"marts.{name} is missing from {db_label}: the ROI assets need it. Build it first "
+                f"(materialise marts/{name}), then rerun the ROI assets.")
+        frame = pl.from_arrow(con.sql(f"select * from marts.{name}").to_arrow_table())
+        missing = [c for c in INPUT_MARTS.get(name, ()) if c not in frame.columns]
+        if missing:
+            raise RoiInputError(
+                f"marts.{name} in {db_label} lacks column(s) {', '.join(missing)} that the ROI "
+                "model reads (docs/architecture.md lists them); rebuild the mart")
+        out[name] = frame.lazy()
+    return out
+
+
+TABLE_COMMENTS = {
+    "roi_by_period": "ROI per period. Grain: (period_type in quarter/year, period_start).",
+    "roi_summary": "ROI line items over the data window. Grain: (category, item).",
+    "roi_sensitivity": "ROI tornado: each assumption at low and high, others at base. Grain: assumption.",
+}
+
+
+def write_tables(con, tables: Mapping[str, pl.DataFrame]) -> None:
+    """Create or replace each table in schema marts (via Arrow) and comment it with its grain."""
+    con.execute("create schema if not exists marts")
+    for name, df in tables.items():
+        arrow = df.to_arrow()  # noqa: F841 - referenced by name in the SQL below
+        con.execute(f"create or replace table marts.{name} as select * from arrow")
+        con.execute(f"comment on table marts.{name} is '{TABLE_COMMENTS.get(name, name)}'")
+
