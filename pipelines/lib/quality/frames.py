@@ -1,0 +1,214 @@
+"""What the suites validate: the SQL that selects each frame, read through DuckDB into pandas.
+
+Great Expectations cannot validate DuckDB through SQLAlchemy, so every frame is read here with
+a read-only connection (closed before the function returns) and handed over as a pandas frame.
+
+Current rows of an export (docs/architecture.md, "Raw layer"): rows of `active` files; per
+natural key, the rows of the latest delivery `(_period, _version)`. Staging then keeps the last
+line of that delivery. The checks keep *every* row of that delivery, because a key delivered
+twice in one file is what the uniqueness expectations must see (staging keeps the last line),
+and they keep every row with an empty key part so that the not-null expectation counts them
+(staging would collapse them into one "NULL key"). `_first_copy` is false for exact copies of
+an earlier line of the same file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from pipelines.lib.contracts import EXPORTS, Export
+from pipelines.lib.quality.rules import DUCKDB_TYPES
+
+# Columns added to every raw frame so that a failure can name the file and line.
+LOCATION_COLUMNS = ("_file_name", "_line")
+
+
+class MissingTable(Exception):
+    """The table a suite validates does not exist (yet)."""
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def current_rows_sql(
+    export: Export, columns: set[str] | None = None, with_employees: bool = True
+) -> str:
+    """SELECT for the current rows of `export` in the raw database (schema main).
+
+    `columns`: the table's actual columns; contract columns missing from the table are left
+    out here so that the column-presence expectation (not a SQL error) reports them.
+    Enumerations are lower-cased, the contract compares them that way. `with_employees`:
+    raw.employees exists, so job records can be compared with the person's first hire.
+    """
+    present = [c for c in export.columns if columns is None or c.name in columns]
+    select = []
+    for c in present:
+        expr = f"lower(r.{_q(c.name)})" if c.values and c.type == "string" else f"r.{_q(c.name)}"
+        select.append(f"{expr} as {_q(c.name)}")
+    key = [k for k in export.key if columns is None or k in columns]
+    any_key_null = " or ".join(f"r.{_q(k)} is null" for k in key) or "false"
+    partition = ", ".join(f"r.{_q(k)}" for k in key) or "1"
+    extra_cols, extra_join = "", ""
+    if export.name == "job_history" and not with_employees:
+        extra_cols = ", null::date as _first_hire_date"
+    elif export.name == "job_history":
+        # The person's first hire, for "no job record before the person was hired".
+        extra_cols = ", h._first_hire_date"
+        extra_join = (
+            "left join (select employee_id, min(coalesce(original_hire_date, hire_date)) "
+            "as _first_hire_date from employees where _file_id in (select file_id from manifest "
+            "where export = 'employees' and status = 'active') "
+            "group by employee_id) h on h.employee_id = r.employee_id"
+        )
+    return f"""
+with active as (
+    select file_id, any_value(file_name) as file_name
+    from manifest
+    where export = '{export.name}' and status = 'active'
+    group by file_id
+)
+select
+    {", ".join(select)},
+    a.file_name as _file_name,
+    r._line as _line,
+    row_number() over (
+        partition by r._file_id, {", ".join(f"r.{_q(c.name)}" for c in present) or "1"}
+        order by r._line
+    ) = 1 as _first_copy{extra_cols}
+from {_q(export.name)} as r
+join active as a on a.file_id = r._file_id
+{extra_join}
+qualify ({any_key_null})
+    or dense_rank() over (
+        partition by {partition} order by r._period desc, r._version desc
+    ) = 1
+order by a.file_name, r._line
+"""
+
+
+def deliveries_sql(export: Export) -> str:
+    """One row summarising the export's deliveries in the manifest (quarantine share)."""
+    return f"""
+select
+    count(*) filter (where status = 'active') as active_files,
+    count(*) filter (where status = 'failed') as failed_files,
+    coalesce(sum(rows_loaded) filter (where status = 'active'), 0) as rows_loaded,
+    coalesce(sum(rows_quarantined) filter (where status = 'active'), 0) as rows_quarantined,
+    sum(rows_quarantined) filter (where status = 'active')
+        / nullif(sum(rows_loaded + rows_quarantined) filter (where status = 'active'), 0)
+        as quarantine_share,
+    string_agg(file_name, ', ' order by file_name) filter (where status = 'failed')
+        as failed_file_names
+from manifest
+where export = '{export.name}'
+"""
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The frames one suite validates, keyed by batch name ("rows", "deliveries")."""
+
+    suite: str
+    frames: dict[str, pd.DataFrame]
+
+
+def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
+    rows = con.execute(
+        "select table_name from information_schema.tables where table_schema = ?", [schema]
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _column_types(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str]:
+    rows = con.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_schema = ? and table_name = ?",
+        [schema, table],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def _columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> set[str]:
+    return set(_column_types(con, schema, table))
+
+
+def schema_frame(export: Export, declared: dict[str, str]) -> pd.DataFrame:
+    """One row per contract column: the type the raw table declares and the contract's."""
+    return pd.DataFrame(
+        {
+            "column": [c.name for c in export.columns],
+            "declared_type": [declared.get(c.name) for c in export.columns],
+            "expected_type": [DUCKDB_TYPES[c.type] for c in export.columns],
+        }
+    )
+
+
+def read_raw_frames(raw_db: Path, export_name: str) -> Frames:
+    """Current rows and the delivery summary of one export, from the restricted raw file."""
+    export = EXPORTS[export_name]
+    suite = f"raw.{export_name}"
+    if not Path(raw_db).exists():
+        raise MissingTable(
+            f"{raw_db.name} does not exist: run the ingestion (talent run, or materialize "
+            f"raw/{export_name}) before checking {suite}"
+        )
+    with duckdb.connect(str(raw_db), read_only=True) as con:
+        tables = _tables(con, "main")
+        for needed in (export_name, "manifest"):
+            if needed not in tables:
+                raise MissingTable(
+                    f"table {needed} is missing from {raw_db.name}: run the ingestion of "
+                    f"{export_name} before checking {suite}"
+                )
+        declared = _column_types(con, "main", export_name)
+        cols = set(declared)
+        missing_meta = {"_file_id", "_line", "_period", "_version"} - cols
+        if missing_meta:
+            raise MissingTable(
+                f"{raw_db.name}: table {export_name} lacks the load columns "
+                f"{sorted(missing_meta)}; re-create it with the current ingestion"
+            )
+        rows = con.execute(current_rows_sql(export, cols, "employees" in tables)).df()
+        deliveries = con.execute(deliveries_sql(export)).df()
+    return Frames(
+        suite, {"rows": rows, "deliveries": deliveries, "schema": schema_frame(export, declared)}
+    )
+
+
+def mart_rows_sql(model: str, columns: set[str], min_group_size: int) -> str:
+    """SELECT for a mart; adds the derived columns its expectations need."""
+    extra = ""
+    if model == "attrition":
+        counts = [
+            c for c in ("headcount_start", "headcount_end", "average_headcount") if c in columns
+        ]
+        if counts:
+            extra = (
+                f", coalesce(greatest({', '.join(counts)}) < {int(min_group_size)}, false) "
+                "as _below_min_group_size"
+            )
+    return f"select *{extra} from marts.{_q(model)}"
+
+
+def read_mart_frames(build_db: Path, model: str, min_group_size: int) -> Frames:
+    """One mart from the build file (schema marts)."""
+    suite = f"marts.{model}"
+    if not Path(build_db).exists():
+        raise MissingTable(
+            f"{build_db.name} does not exist: build the warehouse (dbt build) before checking "
+            f"{suite}"
+        )
+    with duckdb.connect(str(build_db), read_only=True) as con:
+        if model not in _tables(con, "marts"):
+            raise MissingTable(
+                f"table marts.{model} is missing from {build_db.name}: materialize "
+                f"marts/{model} before checking {suite}"
+            )
+        cols = _columns(con, "marts", model)
+        rows = con.execute(mart_rows_sql(model, cols, min_group_size)).df()
+    return Frames(suite, {"rows": rows})
