@@ -166,7 +166,9 @@ def run_nightly(settings: Settings) -> RunOutcome:
 
 def run_report(settings: Settings, quarter: str) -> RunOutcome:
     """Render the report for `quarter` (YYYY-Qn) from the published warehouse."""
-    return _execute(settings, "quarterly_report", partition_key=quarter)
+    from pipelines.defs.report import partition_of_quarter
+
+    return _execute(settings, "quarterly_report", partition_key=partition_of_quarter(quarter))
 
 
 def apply_locations(sources: Path | None, warehouse_dir: Path | None) -> Settings:

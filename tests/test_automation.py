@@ -159,9 +159,9 @@ def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
 @pytest.mark.parametrize(
     ("tick", "quarter"),
     [
-        (datetime(2026, 10, 1, 6, 0, tzinfo=timezone.utc), "2026-Q3"),
-        (datetime(2027, 1, 1, 6, 0, tzinfo=timezone.utc), "2026-Q4"),
-        (datetime(2026, 4, 1, 6, 0, tzinfo=timezone.utc), "2026-Q1"),
+        (datetime(2026, 10, 1, 6, 0, tzinfo=timezone.utc), "2026-07-01"),
+        (datetime(2027, 1, 1, 6, 0, tzinfo=timezone.utc), "2026-10-01"),
+        (datetime(2026, 4, 1, 6, 0, tzinfo=timezone.utc), "2026-01-01"),
     ],
 )
 def test_quarterly_schedule_renders_the_quarter_just_closed(tick, quarter):

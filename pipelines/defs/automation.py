@@ -78,8 +78,10 @@ def quarter_just_closed(day) -> str:
     default_status=dg.DefaultScheduleStatus.RUNNING,
 )
 def quarterly_report_schedule(context: dg.ScheduleEvaluationContext):
+    from pipelines.defs.report import partition_of_quarter
+
     label = quarter_just_closed(context.scheduled_execution_time.date())
-    return dg.RunRequest(run_key=f"report-{label}", partition_key=label)
+    return dg.RunRequest(run_key=f"report-{label}", partition_key=partition_of_quarter(label))
 
 
 def contract_files(sources_dir: Path) -> list[Path]:

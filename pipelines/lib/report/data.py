@@ -1,0 +1,98 @@
+"""Read the mart tables the report needs from the published warehouse file, and nothing else.
+
+The report only ever sees aggregated, pseudonymised marts: person-level tables (`dim_employee`,
+`identity_match`, anything outside the list below) are never read, so no figure can name a
+person. The file is opened read-only and closed before rendering starts, because a nightly
+publish replaces the file and a held handle would block analysts' read-only opens elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+# Aggregated marts only. Each is optional: a missing one makes its section say "not available".
+REPORT_TABLES = (
+    "certification_coverage",
+    "attrition",
+    "incident_rates",
+    "certification_effect",
+    "certification_event_study",
+    "training_spend",
+    "incident_downtime",
+    "team_composition",
+    "level_mix",
+    "fleet_size",
+    "roi_by_period",
+    "roi_summary",
+    "roi_sensitivity",
+)
+
+
+@dataclass(frozen=True)
+class Marts:
+    tables: dict[str, pd.DataFrame]
+    source: Path
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        df = self.tables.get(name)
+        return None if df is None else df.copy()
+
+    def has(self, name: str) -> bool:
+        return name in self.tables
+
+
+def load_marts(published_db: Path) -> Marts:
+    """Copy the report's marts into memory (they are small aggregates) and close the file."""
+    published_db = Path(published_db)
+    if not published_db.is_file():
+        raise FileNotFoundError(
+            f"The published warehouse {published_db} does not exist. Run the pipeline "
+            "(`talent run`) first, or point --warehouse-dir at the folder holding talent.duckdb."
+        )
+    tables: dict[str, pd.DataFrame] = {}
+    with duckdb.connect(str(published_db), read_only=True) as con:
+        found = con.execute(
+            "select table_schema, table_name from information_schema.tables "
+            "where table_schema in ('marts', 'main')"
+        ).fetchall()
+        where = {}
+        for schema, name in found:
+            if name in REPORT_TABLES and (name not in where or schema == "marts"):
+                where[name] = schema
+        for name, schema in where.items():
+            tables[name] = con.execute(f'select * from "{schema}"."{name}"').df()
+    for df in tables.values():
+        for col in ("month", "period_start", "quarter"):
+            if col in df.columns and df[col].dtype != object:
+                df[col] = pd.to_datetime(df[col]).dt.date
+            elif col in df.columns:
+                df[col] = df[col].map(_as_date)
+    return Marts(tables=tables, source=published_db)
+
+
+def _as_date(v: object) -> object:
+    if isinstance(v, date) or v is None:
+        return v
+    try:
+        return pd.Timestamp(v).date()
+    except (ValueError, TypeError):
+        return v
+
+
+def last_data_month(marts: Marts) -> date | None:
+    """The last month the warehouse covers, from the monthly marts."""
+    months: list[date] = []
+    cov = marts.get("certification_coverage")
+    if cov is not None and len(cov):
+        months.append(max(cov["month"]))
+    att = marts.get("attrition")
+    if att is not None and len(att):
+        m = att[att["period_type"] == "month"]
+        if len(m):
+            months.append(max(m["period_start"]))
+    return max(months) if months else None

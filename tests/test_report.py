@@ -1,0 +1,641 @@
+"""The quarterly report rendered from a small published warehouse built here.
+
+The fixture plants known figures (a team of three, compliance 41 % → 48 %, a bootcamp with two
+participants) so the tests can check that the words and the suppression follow from the data.
+The browser tests open the HTML in Debian's Chromium through Playwright and convert the PDF with
+poppler; they skip only when Chromium is absent outside CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from pipelines.lib.report import latest_complete_quarter, render_report
+from pipelines.lib.report.data import REPORT_TABLES, load_marts
+from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.render import build_context, render_html
+
+QUARTER = "2026-Q3"
+# team -> (cluster GPUs, fleet size class, headcount, expiring next 90 days)
+TEAMS = {
+    "dgx-east": (1600, "large", 24, 4),
+    "dgx-west": (640, "medium", 11, 2),
+    "hpc-lab": (300, "medium", 8, 1),
+    "edge-pilot": (64, "small", 3, 1),  # the team of three: every figure must read <5
+}
+MONTHS = [date(2025 + (i // 12), i % 12 + 1, 1) for i in range(21)]  # Jan 2025 .. Sep 2026
+SECTION_CHARTS = {  # section id -> charts the fixture must produce there
+    "coverage": 2,
+    "gaps": 1,
+    "expiring": 1,
+    "attrition": 2,
+    "incidents": 2,
+    "roi": 3,
+    "composition": 2,
+}
+
+
+def _compliance(m: date) -> float:
+    """0.41 at the end of 2026-Q2 and 0.48 at the end of 2026-Q3 (the planted headline)."""
+    planted = {date(2026, 6, 1): 0.41, date(2026, 9, 1): 0.48}
+    return planted.get(m, 0.20 + 0.012 * MONTHS.index(m))
+
+
+def _coverage() -> pd.DataFrame:
+    rows = []
+    total = sum(t[2] for t in TEAMS.values())
+    for m in MONTHS:
+        comp = _compliance(m)
+        rows.append(
+            dict(
+                month=m,
+                segment_type="all",
+                segment_value="all",
+                headcount=total,
+                certified_headcount=round(total * min(comp + 0.2, 1)),
+                fully_compliant_headcount=round(total * comp),
+                coverage_share=min(comp + 0.2, 1),
+                compliance_share=comp,
+                expiring_next_90d=sum(t[3] for t in TEAMS.values()),
+                median_months_to_first_cert=9.0,
+                exam_attempts=6,
+                exam_passes=4,
+                exam_pass_rate=4 / 6,
+            )
+        )
+        for i, (team, (_, _, hc, exp)) in enumerate(TEAMS.items()):
+            share = min(1.0, comp + 0.05 * (i - 1))
+            rows.append(
+                dict(
+                    month=m,
+                    segment_type="team",
+                    segment_value=team,
+                    headcount=hc,
+                    certified_headcount=round(hc * min(share + 0.2, 1)),
+                    fully_compliant_headcount=round(hc * share),
+                    coverage_share=min(share + 0.2, 1),
+                    compliance_share=share,
+                    expiring_next_90d=exp,
+                    median_months_to_first_cert=9.0,
+                    exam_attempts=1,
+                    exam_passes=1,
+                    exam_pass_rate=1.0,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def _attrition() -> pd.DataFrame:
+    rows = []
+    quarters = sorted({Quarter.containing(m) for m in MONTHS})
+    for k, q in enumerate(quarters):
+        for seg_type, seg, avg, seps in (
+            ("all", "all", 46.0, 3 + k % 2),
+            ("certification_status", "certified", 22.0, 1),
+            ("certification_status", "not_certified", 24.0, 2 + k % 2),
+        ):
+            rows.append(
+                dict(
+                    period_type="quarter",
+                    period_start=q.start,
+                    segment_type=seg_type,
+                    segment_value=seg,
+                    headcount_start=avg,
+                    hires=seps,
+                    separations=seps,
+                    voluntary_separations=seps - 1 if seps > 1 else seps,
+                    involuntary_separations=1 if seps > 1 else 0,
+                    other_separations=0,
+                    regrettable_separations=1,
+                    headcount_end=avg,
+                    average_headcount=avg,
+                    turnover_rate=100 * seps / avg,
+                    voluntary_turnover_rate=None,
+                    annualized_turnover_rate=400 * seps / avg,
+                    rolling_12m_retention=None,
+                    group_size_ok=True,
+                )
+            )
+    for m in MONTHS:
+        rows.append(
+            dict(
+                period_type="month",
+                period_start=m,
+                segment_type="all",
+                segment_value="all",
+                headcount_start=46,
+                hires=1,
+                separations=1,
+                voluntary_separations=1,
+                involuntary_separations=0,
+                other_separations=0,
+                regrettable_separations=0,
+                headcount_end=46,
+                average_headcount=46.0,
+                turnover_rate=100 / 46,
+                voluntary_turnover_rate=100 / 46,
+                annualized_turnover_rate=1200 / 46,
+                rolling_12m_retention=88.0,
+                group_size_ok=True,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def _incident_rates() -> pd.DataFrame:
+    rows = []
+
+    def add(breakdown, quarter, status, rel, engineers, em, incidents):
+        rows.append(
+            dict(
+                row_key=f"{breakdown}|{quarter}|{status}|{rel}",
+                breakdown=breakdown,
+                quarter=quarter,
+                certification_status=status,
+                relative_month=rel,
+                engineers=engineers,
+                engineer_months=em,
+                incidents=incidents,
+                incidents_per_100_engineer_months=100 * incidents / em,
+                mttr_median_minutes=80.0 if status == "certified" else 100.0,
+                mttr_mean_minutes=110.0 if status == "certified" else 140.0,
+                resolved_incidents=incidents,
+            )
+        )
+
+    for status, eng, em, inc in (
+        ("certified", 22, 400, 40),
+        ("not_yet_certified", 14, 300, 42),
+        ("never_certified", 10, 250, 38),
+        ("all", 46, 950, 120),
+    ):
+        add("status", None, status, None, eng, em, inc)
+    for q in sorted({Quarter.containing(m) for m in MONTHS}):
+        for status, eng, inc in (
+            ("certified", 22, 6),
+            ("not_yet_certified", 14, 6),
+            ("never_certified", 10, 5),
+            ("all", 46, 17),
+        ):
+            add("quarter_by_status", q.start, status, None, eng, eng * 3, inc)
+    for rel in range(-12, 13):
+        add("event_time", None, "certified", rel, 20, 20, 3 if rel < 0 else 2)
+    return pd.DataFrame(rows)
+
+
+def _effects() -> tuple[pd.DataFrame, pd.DataFrame]:
+    eff = pd.DataFrame(
+        [
+            dict(
+                metric="incident_rate_ratio",
+                estimate=0.72,
+                ci_low=0.58,
+                ci_high=0.89,
+                naive_estimate=0.95,
+                naive_method="before vs after",
+                n_engineers=36,
+                n_events=120,
+                method="Poisson GLM, engineer-month offset",
+                comparison="not yet certified",
+                caveats="Engineers may certify after a bad quarter.",
+            ),
+            dict(
+                metric="mttr_ratio",
+                estimate=0.83,
+                ci_low=0.71,
+                ci_high=0.97,
+                naive_estimate=0.78,
+                naive_method="certified vs not",
+                n_engineers=36,
+                n_events=110,
+                method="log-linear on resolve minutes",
+                comparison="not yet certified",
+                caveats="",
+            ),
+            dict(
+                metric="attrition_hazard_ratio",
+                estimate=0.64,
+                ci_low=0.35,
+                ci_high=1.15,
+                naive_estimate=0.40,
+                naive_method="ever vs never",
+                n_engineers=46,
+                n_events=14,
+                method="Cox, time-varying certification",
+                comparison="not yet certified",
+                caveats="Few leavers: wide interval.",
+            ),
+        ]
+    )
+    es = pd.DataFrame(
+        [
+            dict(
+                metric="incident_rate_ratio",
+                relative_month=r,
+                estimate=1.0 if r < 0 else 0.75,
+                ci_low=0.8 if r < 0 else 0.55,
+                ci_high=1.25 if r < 0 else 0.98,
+                engineers=4 if r == -12 else 20,
+                engineer_months=20,
+            )
+            for r in range(-12, 13)
+        ]
+    )
+    return eff, es
+
+
+def _training_spend() -> pd.DataFrame:
+    rows = []
+    for q in sorted({Quarter.containing(m) for m in MONTHS}):
+        for cat, participants, spend in (
+            ("online", 18, 9000.0),
+            ("bootcamp", 2, 38000.0),
+            ("vendor_partnership", 6, 21000.0),
+            ("internal", 12, 4000.0),
+            ("certification_exam", 9, 3600.0),
+        ):
+            rows.append(
+                dict(
+                    quarter=q.start,
+                    spend_category=cat,
+                    participants=participants,
+                    enrolments=participants,
+                    completions=participants - 1,
+                    spend_usd=spend,
+                    list_price_usd=spend * 1.2,
+                    discount_usd=spend * 0.2,
+                    training_hours=participants * 20.0,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def _composition() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    comp, mix, fleet = [], [], []
+    roles = ("infrastructure_lead", "operations_engineer", "network_specialist", "senior_engineer")
+    for m in MONTHS:
+        for team, (gpus, size, hc, _) in TEAMS.items():
+            split = [1, hc - 2 - (hc > 5) * 1, 1, (hc > 5) * 1] if hc > 3 else [1, 1, 1, 0]
+            for role, n in zip(roles, split, strict=True):
+                comp.append(
+                    dict(
+                        month=m,
+                        team=team,
+                        role_family=role,
+                        fleet_size_class=size,
+                        gpu_count=gpus,
+                        headcount=n,
+                        template_headcount=max(1, n - 1),
+                        headcount_gap=n - max(1, n - 1),
+                        level_min=2,
+                        level_max=4,
+                        headcount_in_level_band=n,
+                        required_certification_codes="NCA-AIIO, RHCE"
+                        if role == "operations_engineer"
+                        else "NCP-AII",
+                        fully_compliant_headcount=n // 2,
+                    )
+                )
+            fleet.append(
+                dict(month=m, cluster=team, site="eu", gpu_count=gpus, fleet_size_class=size)
+            )
+        for level, n in ((1, 3), (2, 16), (3, 15), (4, 10), (5, 2)):
+            mix.append(
+                dict(month=m, role_family="operations_engineer", skill_level=level, headcount=n)
+            )
+    return pd.DataFrame(comp), pd.DataFrame(mix), pd.DataFrame(fleet)
+
+
+def _roi() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The seed-facts worked example: 145,000 invested, 675,000 returned (net ROI 365 %)."""
+    window = dict(period_start=date(2025, 1, 1), period_end=date(2026, 9, 30))
+    items = (
+        ("investment", "course_fees", "Course fees", 75000.0),
+        ("investment", "exam_fees", "Exam fees and materials", 20000.0),
+        ("investment", "bootcamp_fees", "Bootcamp and lab access", 50000.0),
+        ("return", "downtime_avoided", "Downtime avoided", 100000.0),
+        ("return", "contractor_cost_avoided", "Contractor cost avoided", 200000.0),
+        ("return", "efficiency", "Efficiency", 75000.0),
+        ("return", "faster_deployment", "Faster deployment", 300000.0),
+    )
+    summary = pd.DataFrame(
+        [
+            dict(category=c, item=i, label=lbl, amount_usd=a, formula="", inputs="{}", **window)
+            for c, i, lbl, a in items
+        ]
+    )
+    sens = pd.DataFrame(
+        [
+            dict(
+                assumption=p,
+                low_value=0.0,
+                base_value=1.0,
+                high_value=2.0,
+                roi_at_low=lo,
+                roi_at_high=hi,
+                base_roi=3.655,
+                swing=abs(hi - lo),
+            )
+            for p, lo, hi in (
+                ("faster_deployment_usd_per_gpu_year", 2.6, 4.6),
+                ("contractor_rate_usd_per_hour", 2.9, 4.3),
+                ("incident_rate_ratio", 3.3, 4.0),
+            )
+        ]
+    )
+    by_period = pd.DataFrame(
+        [
+            dict(
+                period_type="quarter",
+                period_start=q.start,
+                period_end=q.end,
+                investment_usd=20000.0,
+                return_usd=90000.0,
+                net_return_usd=70000.0,
+                net_roi=3.5,
+                gross_return_multiple=4.5,
+            )
+            for q in sorted({Quarter.containing(m) for m in MONTHS})
+        ]
+    )
+    return summary, sens, by_period
+
+
+def build_published_fixture(path: Path, *, with_roi: bool = True) -> Path:
+    """A published warehouse file with the report's marts in schema `marts`."""
+    eff, es = _effects()
+    comp, mix, fleet = _composition()
+    tables = {
+        "certification_coverage": _coverage(),
+        "attrition": _attrition(),
+        "incident_rates": _incident_rates(),
+        "certification_effect": eff,
+        "certification_event_study": es,
+        "training_spend": _training_spend(),
+        "team_composition": comp,
+        "level_mix": mix,
+        "fleet_size": fleet,
+    }
+    if with_roi:
+        tables["roi_summary"], tables["roi_sensitivity"], tables["roi_by_period"] = _roi()
+    with duckdb.connect(str(path)) as con:
+        con.execute("create schema marts")
+        for name, df in tables.items():
+            con.register("frame", df)
+            con.execute(f"create table marts.{name} as select * from frame")
+            con.unregister("frame")
+    return path
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Path:
+    return build_published_fixture(tmp_path_factory.mktemp("warehouse") / "talent.duckdb")
+
+
+@pytest.fixture(scope="module")
+def report(published) -> dict:
+    """The HTML alone (no PDF): what the content tests read, fast enough for every run."""
+    context = build_context(load_marts(published), Quarter.parse(QUARTER), 5, 0.8)
+    return {"text": render_html(context), "headlines": context["headlines"]}
+
+
+@pytest.fixture(scope="module")
+def rendered(published, tmp_path_factory) -> dict:
+    """The full render (HTML + PDF through WeasyPrint), for the slow file and browser tests."""
+    result = render_report(published, QUARTER, tmp_path_factory.mktemp("reports"), min_group_size=5)
+    result["text"] = Path(result["html"]).read_text(encoding="utf-8")
+    return result
+
+
+def _table_rows(html: str, key: str) -> dict[str, list[str]]:
+    """Row header -> cell texts of the table with data-table=key."""
+    block = re.search(rf'<table data-table="{key}">(.*?)</table>', html, re.S)
+    assert block, f"table {key} missing"
+    rows = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", block.group(1), re.S):
+        cells = [
+            re.sub(r"<[^>]+>", "", c).replace("&lt;", "<").strip()
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)
+        ]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+@pytest.mark.slow
+def test_report_files_land_in_the_quarter_folder(rendered):
+    assert Path(rendered["html"]).name == "talent-report.html"
+    assert Path(rendered["html"]).parent.name == QUARTER
+    assert Path(rendered["pdf"]).read_bytes()[:5] == b"%PDF-"
+    assert all(rendered["sections"].values()), rendered["sections"]
+    # the HTML on disk is the one the content tests read, plus the PDF beside it
+    assert "Coverage of required certifications rose from 41 % to 48 %" in rendered["text"]
+
+
+def test_headline_states_the_planted_coverage_change(report):
+    assert (
+        "Coverage of required certifications rose from 41 % to 48 % this quarter" in report["text"]
+    )
+    # incident_rate_ratio 0.72 planted in the fixture reads as 28 % lower
+    assert any("28 % lower incidents per engineer-month" in h for h in report["headlines"])
+    # the attrition hazard interval (0.35-1.15) spans 1: the headline must say so
+    hazard = next(h for h in report["headlines"] if h.startswith("Voluntary attrition hazard"))
+    assert "not yet conclusive" in hazard
+
+
+def test_person_level_tables_are_never_read(tmp_path):
+    db = build_published_fixture(tmp_path / "talent.duckdb")
+    with duckdb.connect(str(db)) as con:
+        con.execute("create table marts.dim_employee as select 'p_0123456789abcdef' as person_key")
+    marts = load_marts(db)
+    assert "dim_employee" not in marts.tables
+    assert set(marts.tables) <= set(REPORT_TABLES)
+
+
+def test_team_of_three_is_hidden_with_its_complement(report):
+    rows = _table_rows(report["text"], "coverage-teams")
+    assert rows["edge-pilot"] == ["<5"] * 4
+    # hpc-lab (8 people) is the next-smallest team: hidden so edge-pilot cannot be recovered
+    assert rows["hpc-lab"] == ["<5"] * 4
+    assert rows["dgx-east"][0] == "24" and rows["dgx-west"][0] == "11"
+    assert rows["All teams"][0] == "46"  # total shown; 46 - 24 - 11 = 11 = 3 + 8 stays ambiguous
+    composition = _table_rows(report["text"], "composition-teams")
+    assert composition["edge-pilot"][3] == "<5" and composition["hpc-lab"][3] == "<5"
+    expiring = _table_rows(report["text"], "expiring-teams")
+    assert expiring["edge-pilot"] == ["<5"] and expiring["hpc-lab"] == ["<5"]
+    assert expiring["All teams"] == ["8"]
+
+
+def test_small_training_programme_is_hidden_with_its_complement(report):
+    spend = _table_rows(report["text"], "spend")
+    assert spend["Bootcamp"][2] == "<5"  # two participants
+    assert spend["Vendor partnership"][2] == "<5"  # next smallest (six)
+    assert spend["Online"][2] == "$9,000"
+
+
+def test_roi_follows_the_worked_example(report):
+    assert "Net ROI over the window: 365 %" in report["text"]
+    assert "gross return multiple: 465 %" in report["text"]
+    roi = _table_rows(report["text"], "roi-summary")
+    assert roi["Net"] == ["return $675,000 − investment $145,000", "$530,000"]
+
+
+def test_event_study_leaves_out_months_with_few_engineers(report):
+    assert "1 relative months with fewer than 5 engineers are left out" in report["text"]
+
+
+def test_naive_figure_and_caveat_sit_beside_the_estimate(report):
+    effects = _table_rows(report["text"], "effects")
+    assert effects["Incident rate"][0] == "0.72 (0.58–0.89)"
+    assert effects["Incident rate"][1] == "0.95"
+    assert "not proof of cause" in report["text"]
+
+
+def test_report_is_self_contained(report):
+    html = report["text"]
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "@import" not in html and "<script" not in html and "<link" not in html
+
+
+def test_latest_complete_quarter_comes_from_the_last_month(published):
+    assert latest_complete_quarter(published) == "2026-Q3"
+
+
+def test_an_incomplete_quarter_is_refused_with_advice(published, tmp_path):
+    with pytest.raises(ValueError, match=r"data ends in 2026-09.*Latest complete quarter: 2026-Q3"):
+        render_report(published, "2026-Q4", tmp_path)
+
+
+def test_missing_roi_tables_read_as_not_available(tmp_path):
+    db = build_published_fixture(tmp_path / "talent.duckdb", with_roi=False)
+    html = render_html(build_context(load_marts(db), Quarter.parse(QUARTER), 5, 0.8))
+    assert "ROI: not available" in html
+    assert 'data-chart="roi-waterfall"' not in html
+
+
+def test_missing_warehouse_is_explained(tmp_path):
+    with pytest.raises(FileNotFoundError, match="talent run"):
+        render_report(tmp_path / "nope.duckdb", QUARTER, tmp_path)
+
+
+# --- real browser and PDF rasterisation -------------------------------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("CI"),
+    reason="Debian chromium is not installed (apt-get install chromium); required in CI",
+)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_report_in_a_real_browser(rendered, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    html_path = Path(rendered["html"]).resolve()
+    errors, outside = [], []
+    with sync_playwright() as p:
+        # Playwright gives the browser a fresh temporary profile itself.
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1400})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            def guard(route):
+                url = route.request.url
+                if url.startswith(("file:", "data:")):
+                    route.continue_()
+                else:
+                    outside.append(url)
+                    route.abort()
+
+            page.route("**/*", guard)
+            page.goto(html_path.as_uri(), wait_until="load")
+            counts = {
+                sid: page.locator(f"section#{sid} svg.chart").count() for sid in SECTION_CHARTS
+            }
+            page.screenshot(path=str(html_path.parent / "screenshot.png"), full_page=True)
+            shot = page.screenshot(full_page=False)
+        finally:
+            browser.close()
+    assert counts == SECTION_CHARTS
+    assert errors == [], errors
+    assert outside == [], outside
+    assert _not_blank_png(shot)
+
+
+def _not_blank_png(data: bytes) -> bool:
+    """Decode with matplotlib (already a dependency) and demand real pixel variance."""
+    import io
+
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(io.BytesIO(data), format="png")
+    return float(img[..., :3].std()) > 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not shutil.which("pdftoppm") and not os.environ.get("CI"),
+    reason="poppler-utils is not installed (apt-get install poppler-utils)",
+)
+def test_pdf_pages_are_numbered_and_not_blank(rendered, tmp_path):
+    pdf = Path(rendered["pdf"])
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    pages = text.count("\f") or 1
+    assert pages >= 5
+    assert f"Talent report {QUARTER}" in text
+    for n in (1, pages):
+        assert f"page {n} of {pages}" in text
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(tmp_path / "page")], check=True)
+    pngs = sorted(tmp_path.glob("page*.png"))
+    assert len(pngs) == pages
+    for png in pngs:
+        assert _not_blank_png(png.read_bytes()), f"{png.name} is blank"
+
+
+# --- command line ---------------------------------------------------------------------
+def test_cli_explains_a_missing_warehouse(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    res = CliRunner().invoke(
+        app, ["report", "--warehouse-dir", str(tmp_path), "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 1
+    assert "does not exist" in res.output and "talent run" in res.output
+
+
+@pytest.mark.slow
+def test_cli_renders_the_latest_complete_quarter(published, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = tmp_path / "reports"
+    res = CliRunner().invoke(
+        app, ["report", "--warehouse-dir", str(published.parent), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert (out / QUARTER / "talent-report.html").is_file()
+    assert (out / QUARTER / "talent-report.pdf").is_file()
