@@ -1,5 +1,74 @@
-"""Dagster definitions for ingestion (not built yet)."""
+"""Ingestion assets: one `raw/<export>` asset per export contract.
 
+Thin wiring over `pipelines.lib.ingest`: the asset loads new deliveries, reports what it did
+as metadata, and fails (after keeping the good files) when a file could not be read.
+"""
+
+# No `from __future__ import annotations` here: Dagster inspects the real type of `context`.
 import dagster as dg
 
-defs = dg.Definitions()
+from pipelines.config import TalentSettings
+from pipelines.lib.contracts import EXPORTS, Export
+from pipelines.lib.ingest import IngestResult, ingest_export, table_row_count
+
+# Retries cover transient I/O (a locked DuckDB file, a network share hiccup). Content errors
+# raise `dg.Failure(allow_retries=False)`: re-reading a bad file gives the same answer.
+INGEST_RETRY = dg.RetryPolicy(max_retries=2, delay=5, backoff=dg.Backoff.EXPONENTIAL)
+
+
+def result_metadata(result: IngestResult, table_rows: int) -> dict[str, object]:
+    """The numbers an operator checks after every load, identical for success and failure."""
+    return {
+        "files_seen": result.files_seen,
+        "files_loaded": result.files_loaded,
+        "files_skipped": result.files_skipped,
+        "files_superseded": result.files_superseded,
+        "files_failed": len(result.files_failed),
+        "rows_loaded": result.rows_loaded,
+        "rows_quarantined": result.rows_quarantined,
+        "quarantine_share": round(result.quarantine_share, 6),
+        "table_row_count": table_rows,
+        "unknown_files": dg.MetadataValue.json(result.unknown_files),
+        "failed_files": dg.MetadataValue.json(
+            [{"file": f, "message": m} for f, m in result.files_failed]
+        ),
+    }
+
+
+def failure_description(result: IngestResult) -> str:
+    lines = [
+        f"{len(result.files_failed)} {result.export} file(s) could not be loaded; the other "
+        f"{result.files_loaded} new file(s) were loaded. Fix or replace these deliveries:"
+    ]
+    lines += [f"- {name}: {message}" for name, message in result.files_failed]
+    return "\n".join(lines)
+
+
+def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=export.name,
+        key_prefix=["raw"],
+        group_name="ingestion",
+        description=f"{export.description} Raw rows from `{export.folder}/{export.name}_*.csv`.",
+        kinds={"duckdb", "csv"},
+        retry_policy=INGEST_RETRY,
+        metadata={"contract_key": ", ".join(export.key), "folder": export.folder},
+    )
+    def _asset(context: dg.AssetExecutionContext, settings: TalentSettings) -> dg.MaterializeResult:
+        s = settings.get()
+        result = ingest_export(s, export.name)
+        metadata = result_metadata(result, table_row_count(s, export.name))
+        for name in result.unknown_files:
+            context.log.warning(f"{name} matches no export contract and was not loaded")
+        if result.files_failed:
+            raise dg.Failure(
+                description=failure_description(result), metadata=metadata, allow_retries=False
+            )
+        return dg.MaterializeResult(metadata=metadata)
+
+    return _asset
+
+
+ingest_assets = [build_ingest_asset(e) for e in EXPORTS.values()]
+
+defs = dg.Definitions(assets=ingest_assets, resources={"settings": TalentSettings()})
