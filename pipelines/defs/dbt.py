@@ -1,5 +1,139 @@
-"""Dagster definitions for dbt (not built yet)."""
+"""dbt warehouse assets: staging → intermediate → marts, built by one `dbt build`.
+
+Thin wiring: keys, groups and the CLI arguments come from small pure helpers so a test can pin
+them; the SQL lives in `dbt_project/`.
+"""
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
-defs = dg.Definitions()
+from pipelines.config import DBT_PROJECT_DIR, Settings, TalentSettings
+
+WAREHOUSE_GROUP = "warehouse"
+LAYERS = ("staging", "intermediate", "marts")
+DOCS_FILES = ("index.html", "manifest.json", "catalog.json")
+
+dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+
+
+def asset_key_for(props: Mapping[str, Any]) -> dg.AssetKey:
+    """dbt sources are the ingestion assets `raw/<export>`; models and seeds are `<layer>/<name>`.
+
+    Keys follow the schema a node is built in (staging, intermediate, marts), so the Dagster
+    graph names the same tables an analyst sees in the build file.
+    """
+    if props["resource_type"] == "source":
+        return dg.AssetKey(["raw", props["name"]])
+    schema = props.get("schema") or props.get("config", {}).get("schema")
+    if schema not in LAYERS:
+        raise ValueError(
+            f"dbt node {props['unique_id']} builds into schema {schema!r}; put it under "
+            f"models/{{{','.join(LAYERS)}}} (or configure +schema) so it gets a layer key."
+        )
+    return dg.AssetKey([schema, props["name"]])
+
+
+def build_args(settings: Settings) -> list[str]:
+    """CLI arguments of the build: privacy vars travel explicitly, not only through env."""
+    variables = {
+        "min_group_size": int(settings.min_group_size),
+        "scope_division": settings.scope_division,
+    }
+    return ["build", "--vars", json.dumps(variables)]
+
+
+class WarehouseTranslator(DagsterDbtTranslator):
+    """Maps dbt nodes onto the project's asset keys and the `warehouse` group."""
+
+    def get_asset_spec(self, manifest, unique_id, project) -> dg.AssetSpec:
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        props = self.get_resource_props(manifest, unique_id)
+        key = asset_key_for(props)
+        if props["resource_type"] == "source":
+            # Sources belong to the ingestion group; only their key matters here.
+            return spec.replace_attributes(key=key)
+        return spec.replace_attributes(key=key, group_name=WAREHOUSE_GROUP)
+
+
+SOURCE_SUFFIXES = (".sql", ".yml", ".yaml", ".csv")
+
+
+def manifest_is_stale(project_dir: Path, manifest_path: Path) -> bool:
+    """True when the manifest is missing or older than any model, macro, seed or yml file.
+
+    A stale manifest makes Dagster expect tests and models that no longer exist (or miss new
+    ones), so definitions would disagree with what `dbt build` actually runs.
+    """
+    if not manifest_path.exists():
+        return True
+    built = manifest_path.stat().st_mtime
+    files = [project_dir / "dbt_project.yml", project_dir / "profiles.yml"]
+    for folder in ("models", "macros", "seeds", "tests"):
+        files += [p for p in (project_dir / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES]
+    return any(p.exists() and p.stat().st_mtime > built for p in files)
+
+
+def ensure_manifest(project: DbtProject = dbt_project) -> Path:
+    """Parse the project when the manifest is missing or stale, so definitions load anywhere.
+
+    `prepare_if_dev()` only parses under `dagster dev`; tests, `dagster job execute` and the CLI
+    would otherwise fail at import on a fresh checkout. The profile needs the two database paths
+    to render, so defaults from the settings are provided when the environment lacks them.
+    """
+    project.prepare_if_dev()
+    if manifest_is_stale(project.project_dir, project.manifest_path):
+        settings = Settings.from_env()
+        os.environ.setdefault("TALENT_BUILD_DB", str(settings.build_db))
+        os.environ.setdefault("TALENT_RAW_DB", str(settings.raw_db))
+        project.preparer.prepare(project)
+    return project.manifest_path
+
+
+def publish_docs(target_dir: Path, docs_dir: Path) -> list[Path]:
+    """Copy the static dbt docs site (index.html + manifest + catalog) into the docs folder."""
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in DOCS_FILES:
+        src = target_dir / name
+        if src.exists():
+            shutil.copy2(src, docs_dir / name)
+            copied.append(docs_dir / name)
+    return copied
+
+
+@dbt_assets(
+    manifest=ensure_manifest(),
+    project=dbt_project,
+    dagster_dbt_translator=WarehouseTranslator(),
+    name="warehouse_dbt",
+)
+def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settings: TalentSettings):
+    """Runs `dbt build` (models, seeds, tests as asset checks), then regenerates the docs."""
+    s = settings.get()
+    s.ensure_dirs()
+    # The profile reads the database paths and the pseudonym key from the environment.
+    s.export_env()
+    yield from dbt.cli(build_args(s), context=context).stream()
+    docs = dbt.cli(["docs", "generate"], manifest=dbt_project.manifest_path, raise_on_error=False)
+    docs.wait()
+    if docs.is_successful():
+        copied = publish_docs(docs.target_path, s.docs_dir)
+        context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
+    else:
+        context.log.warning("dbt docs generate failed; the warehouse itself was built.")
+
+
+defs = dg.Definitions(
+    assets=[warehouse_dbt],
+    resources={
+        "dbt": DbtCliResource(project_dir=dbt_project, profiles_dir=os.fspath(DBT_PROJECT_DIR)),
+        "settings": TalentSettings(),
+    },
+)

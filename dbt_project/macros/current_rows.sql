@@ -1,0 +1,13 @@
+{#- Current rows of an export: rows of active files only; per natural key the row with the
+    latest (_period, _version, _line) wins ("changed records" deliveries, re-deliveries). -#}
+{% macro current_rows(export, key_columns) -%}
+    select r.*
+    from {{ source('raw', export) }} as r
+    inner join {{ source('raw', 'manifest') }} as m
+        on m.file_id = r._file_id
+        and m.status = 'active'
+    qualify row_number() over (
+        partition by {% for k in key_columns %}r.{{ k }}{{ ', ' if not loop.last }}{% endfor %}
+        order by r._period desc, r._version desc, r._line desc
+    ) = 1
+{%- endmacro %}

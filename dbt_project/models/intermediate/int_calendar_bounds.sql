@@ -1,0 +1,32 @@
+-- One row: the first month and the as-of date the warehouse covers.
+-- first_month = the month of the first HRIS delivery: history before it only holds the people
+-- who survived until then (leavers before it were never delivered), so attrition there would
+-- be biased. as_of_date = var `as_of_date` when set, else the end of the month of the latest
+-- dated record.
+with deliveries as (
+    select min(strptime(left(period, 7) || '-01', '%Y-%m-%d'))::date as first_delivery
+    from {{ source('raw', 'manifest') }}
+    where status = 'active'
+        and export in ('employees', 'job_history')
+),
+
+dated as (
+    select max(effective_date) as d, min(effective_date) as first_d from {{ ref('stg_hris__job_history') }}
+    union all
+    select max(greatest(hire_date, coalesce(termination_date, hire_date))), min(hire_date)
+    from {{ ref('stg_hris__employees') }}
+    union all
+    select max(opened_at)::date, null from {{ ref('stg_incidents__incidents') }}
+    union all
+    select max(exam_date), null from {{ ref('stg_lms__certifications') }}
+),
+
+final as (
+    select
+        date_trunc('month', coalesce(any_value(deliveries.first_delivery), min(dated.first_d)))::date as first_month,
+        {% if var('as_of_date') %}date '{{ var("as_of_date") }}'{% else %}last_day(max(dated.d)){% endif %} as as_of_date,
+    from dated
+    cross join deliveries
+)
+
+select * from final

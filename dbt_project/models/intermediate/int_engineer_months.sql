@@ -1,0 +1,148 @@
+-- Person-month panel of in-scope engineers with exposure: one row per (person_key, month) in
+-- which the person was in scope on at least one day. Attributes and certification status are
+-- taken on the person's last in-scope day of the month (the month end for everyone still
+-- there). exposure_months = in-scope days / days in the month.
+with history as (
+    select * from {{ ref('int_person_history') }}
+    where in_scope
+),
+
+months as (
+    select * from {{ ref('int_months') }}
+),
+
+stints as (
+    select * from {{ ref('int_scope_stints') }}
+),
+
+cert_intervals as (
+    select * from {{ ref('int_certification_intervals') }}
+),
+
+responses as (
+    select * from {{ ref('int_incident_responses') }}
+),
+
+fleet as (
+    select * from {{ ref('int_fleet_months') }}
+),
+
+bounds as (
+    select * from {{ ref('int_calendar_bounds') }}
+),
+
+month_overlaps as (
+    select
+        h.*,
+        m.month,
+        m.month_end,
+        m.days_in_month,
+        least(h.valid_to, m.month_end) as last_day,
+        datediff('day', greatest(h.valid_from, m.month), least(h.valid_to, m.month_end)) + 1 as days,
+    from history as h
+    inner join months as m
+        on h.valid_from <= m.month_end
+        and h.valid_to >= m.month
+),
+
+person_months as (
+    select
+        person_key,
+        month,
+        any_value(month_end) as month_end,
+        sum(days) / any_value(days_in_month) as exposure_months,
+        max(last_day) as measured_on,
+        arg_max(team, valid_from) as team,
+        arg_max(role_family, valid_from) as role_family,
+        arg_max(skill_level, valid_from) as skill_level,
+        arg_max(site, valid_from) as site,
+        arg_max(fte, valid_from) as fte,
+        arg_max(hire_date, valid_from) as spell_hire_date,
+    from month_overlaps
+    group by person_key, month
+),
+
+first_cert as (
+    select
+        person_key,
+        date_trunc('month', min(valid_from))::date as first_certified_month,
+    from cert_intervals
+    where valid_from <= (select as_of_date from bounds)
+    group by person_key
+),
+
+certs_on_date as (
+    select
+        pm.person_key,
+        pm.month,
+        list_sort(list(distinct c.certification_code)) as active_certification_codes,
+        count(distinct case when c.valid_to between pm.month_end + 1 and pm.month_end + 90 then c.certification_code end) as expiring_next_90d,
+    from person_months as pm
+    inner join cert_intervals as c
+        on c.person_key = pm.person_key
+        and c.valid_from <= pm.measured_on
+        and (c.valid_to is null or c.valid_to >= pm.measured_on)
+    group by pm.person_key, pm.month
+),
+
+separations as (
+    select
+        person_key,
+        date_trunc('month', stint_to)::date as month,
+        arg_max(separation_type, stint_to) as separation_type,
+        count(*) as separations,
+    from stints
+    where ends_with_separation
+    group by all
+),
+
+incident_counts as (
+    select person_key, month, count(*) as incidents
+    from responses
+    group by all
+),
+
+final as (
+    select
+        -- keys
+        pm.person_key,
+        pm.month,
+        -- attributes (on the last in-scope day of the month)
+        pm.team,
+        pm.role_family,
+        pm.skill_level,
+        pm.site,
+        pm.fte,
+        date_sub('month', pm.spell_hire_date, pm.measured_on) as tenure_months,
+        pm.measured_on = pm.month_end as active_at_month_end,
+        -- certification
+        c.person_key is not null as is_certified,
+        coalesce(c.active_certification_codes, []::varchar[]) as active_certification_codes,
+        coalesce(c.expiring_next_90d, 0) as expiring_next_90d,
+        f.first_certified_month,
+        date_sub('month', f.first_certified_month, pm.month) as months_since_first_cert,
+        -- outcomes and exposure
+        coalesce(i.incidents, 0) as incidents,
+        pm.exposure_months,
+        s.person_key is not null as separated,
+        s.separation_type,
+        fl.gpu_count as fleet_gpus,
+        fl.fleet_size_class,
+    from person_months as pm
+    left join certs_on_date as c
+        on c.person_key = pm.person_key
+        and c.month = pm.month
+    left join first_cert as f
+        on f.person_key = pm.person_key
+    left join separations as s
+        on s.person_key = pm.person_key
+        and s.month = pm.month
+    left join incident_counts as i
+        on i.person_key = pm.person_key
+        and i.month = pm.month
+    left join fleet as fl
+        on fl.cluster = pm.team
+        and fl.month = pm.month
+)
+
+select * from final

@@ -1,0 +1,63 @@
+-- Effective-dated person history: one row per interval [valid_from, valid_to] in which the
+-- person is employed (inside a spell) with one job record. Job records never overlap (each
+-- lasts until the next) and spells never overlap, so an as-of join `d between valid_from and
+-- valid_to` returns at most one row per person: no fan-out.
+with jobs as (
+    select * from {{ ref('stg_hris__job_history') }}
+),
+
+spells as (
+    select * from {{ ref('int_employment_spells') }}
+),
+
+job_intervals as (
+    select
+        *,
+        coalesce(
+            lead(effective_date) over (partition by person_key order by effective_date) - 1,
+            date '9999-12-31'
+        ) as job_valid_to,
+    from jobs
+),
+
+joined as (
+    select
+        j.person_key,
+        s.spell_number,
+        greatest(j.effective_date, s.hire_date) as valid_from,
+        least(j.job_valid_to, s.spell_end) as valid_to,
+        s.hire_date,
+        s.spell_end,
+        j.division,
+        j.team,
+        j.role_family,
+        j.skill_level,
+        j.site,
+        j.manager_key,
+        j.employment_type,
+        j.fte,
+        j.change_reason,
+    from job_intervals as j
+    inner join spells as s
+        on s.person_key = j.person_key
+        and j.effective_date <= s.spell_end
+        and j.job_valid_to >= s.hire_date
+),
+
+-- A spell that starts before its first job record takes the first record of the spell from its
+-- hire date (HRIS often dates the job record a few days after the hire).
+final as (
+    select
+        * replace (
+            case
+                when row_number() over (partition by person_key, spell_number order by valid_from) = 1
+                    then hire_date
+                else valid_from
+            end as valid_from
+        ),
+        division = {{ scope_division() }}
+            and employment_type in {{ included_employment_types() }} as in_scope,
+    from joined
+)
+
+select * from final

@@ -1,0 +1,25 @@
+-- Incidents from the on-call tool; the free-text title is dropped (it can name people).
+with source as (
+    {{ current_rows('incidents', ['incident_number']) }}
+),
+
+renamed as (
+    select
+        -- ids
+        incident_number,
+        service,
+        cluster,
+        lower(trim(severity)) as severity,
+        -- timestamps
+        opened_at,
+        acknowledged_at,
+        resolved_at,
+        -- numerics
+        gpus_affected,
+        downtime_minutes,
+        date_diff('second', opened_at, acknowledged_at) / 60.0 as acknowledge_minutes,
+        date_diff('second', opened_at, resolved_at) / 60.0 as resolve_minutes,
+    from source
+)
+
+select * from renamed

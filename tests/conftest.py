@@ -1,0 +1,129 @@
+"""Shared test fixtures: small raw databases built straight from the export contracts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.config import DBT_PROJECT_DIR
+from pipelines.lib.contracts import EXPORTS
+
+SQL_TYPES = {
+    "string": "VARCHAR",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",
+    "integer": "BIGINT",
+    "decimal": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "month": "DATE",
+}
+
+TEST_PSEUDONYM_KEY = "test-key-for-pseudonyms"
+
+
+@dataclass
+class RawFile:
+    """One delivered file as ingestion would have loaded it into raw.duckdb."""
+
+    export: str
+    period: str
+    rows: list[dict]
+    version: int = 1
+    status: str = "active"
+    file_id: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.file_id:
+            seed = f"{self.export}|{self.period}|{self.version}|{self.status}|{len(self.rows)}"
+            self.file_id = hashlib.sha256(seed.encode()).hexdigest()
+
+
+def raw_table_ddl(export: str) -> str:
+    """CREATE TABLE for raw.<export> as docs/architecture.md describes it (contract + lineage)."""
+    cols = [f'"{c.name}" {SQL_TYPES[c.type]}' for c in EXPORTS[export].columns]
+    cols += ["_file_id VARCHAR", "_line BIGINT", "_period VARCHAR", "_version BIGINT", "_extra JSON"]
+    return f"create table main.{export} ({', '.join(cols)})"
+
+
+def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
+    """Write a raw.duckdb with every contract table (empty when no file), manifest, quarantine."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with duckdb.connect(str(path)) as con:
+        for export in EXPORTS:
+            con.execute(raw_table_ddl(export))
+        con.execute(
+            "create table main.manifest (file_id VARCHAR, export VARCHAR, file_name VARCHAR, "
+            "source_path VARCHAR, archive_path VARCHAR, period VARCHAR, version BIGINT, "
+            "size_bytes BIGINT, rows_total BIGINT, rows_loaded BIGINT, rows_quarantined BIGINT, "
+            "encoding VARCHAR, locale VARCHAR, delimiter VARCHAR, loaded_at TIMESTAMP, "
+            "status VARCHAR, superseded_by VARCHAR, message VARCHAR)"
+        )
+        con.execute(
+            "create table main.quarantine (file_id VARCHAR, export VARCHAR, file_name VARCHAR, "
+            "line_number BIGINT, raw_line VARCHAR, reason VARCHAR, quarantined_at TIMESTAMP)"
+        )
+        for f in files:
+            names = EXPORTS[f.export].column_names
+            fname = f"{f.export}_{f.period}" + (f"_v{f.version}" if f.version > 1 else "") + ".csv"
+            con.execute(
+                "insert into main.manifest (file_id, export, file_name, period, version, "
+                "rows_total, rows_loaded, rows_quarantined, status, loaded_at) "
+                "values (?, ?, ?, ?, ?, ?, ?, 0, ?, now())",
+                [f.file_id, f.export, fname, f.period, f.version, len(f.rows), len(f.rows), f.status],
+            )
+            for line, row in enumerate(f.rows, start=2):
+                unknown = set(row) - set(names)
+                if unknown:
+                    raise ValueError(f"{fname} row {line}: columns {sorted(unknown)} are not in the contract")
+                values = [row.get(n) for n in names] + [f.file_id, line, f.period, f.version, None]
+                placeholders = ", ".join("?" for _ in values)
+                con.execute(f"insert into main.{f.export} values ({placeholders})", values)
+    return path
+
+
+def dbt_env(warehouse_dir: Path, **extra: str) -> dict[str, str]:
+    """Environment for a dbt subprocess building into warehouse_dir."""
+    env = dict(os.environ)
+    env.update(
+        TALENT_BUILD_DB=str(warehouse_dir / "build" / "talent.duckdb"),
+        TALENT_RAW_DB=str(warehouse_dir / "raw.duckdb"),
+        TALENT_PSEUDONYM_KEY=TEST_PSEUDONYM_KEY,
+        TALENT_MIN_GROUP_SIZE="5",
+        TALENT_SCOPE_DIVISION="AI Infrastructure",
+    )
+    env.update(extra)
+    return env
+
+
+def run_dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run the dbt CLI of this environment inside the project; fail with dbt's own output."""
+    dbt = Path(sys.executable).parent / "dbt"
+    proc = subprocess.run(
+        [str(dbt), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=DBT_PROJECT_DIR,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"dbt {' '.join(args)} failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def dbt_manifest(tmp_path_factory) -> Path:
+    """`dbt parse` once per session, so dagster-dbt finds target/manifest.json."""
+    wh = tmp_path_factory.mktemp("parse_wh")
+    run_dbt(["parse"], dbt_env(wh))
+    manifest = DBT_PROJECT_DIR / "target" / "manifest.json"
+    assert json.loads(manifest.read_text())["nodes"]
+    return manifest

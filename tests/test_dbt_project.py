@@ -1,0 +1,139 @@
+"""Fast checks of the dbt project and its Dagster wiring (no warehouse build)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import dagster as dg
+import duckdb
+import pytest
+import yaml
+
+from pipelines.config import DBT_PROJECT_DIR, Settings
+from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.duckdb_plugin import register
+from pipelines.lib.pseudonym import pseudonym
+
+
+def test_pseudonym_is_the_truncated_rfc4231_hmac():
+    # RFC 4231 test case 2: HMAC-SHA256("Jefe", "what do ya want for nothing?")
+    expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+    assert pseudonym("what do ya want for nothing?", "Jefe") == "p_" + expected[:16]
+
+
+def test_pseudonym_passes_null_and_refuses_an_empty_key():
+    assert pseudonym(None, "k") is None
+    with pytest.raises(ValueError, match="TALENT_PSEUDONYM_KEY"):
+        pseudonym("E1", "")
+
+
+def test_duckdb_function_matches_python_and_keeps_null():
+    with duckdb.connect() as con:
+        register(con, "k")
+        got = con.execute("select pseudonym('E1'), pseudonym(null)").fetchone()
+    assert got == (pseudonym("E1", "k"), None)
+
+
+def test_different_keys_give_different_pseudonyms():
+    assert pseudonym("E1", "key-a") != pseudonym("E1", "key-b")
+
+
+def test_sources_declare_every_export_and_contract_column():
+    doc = yaml.safe_load((DBT_PROJECT_DIR / "models" / "staging" / "_sources.yml").read_text())
+    tables = {t["name"]: t for t in doc["sources"][0]["tables"]}
+    assert {"manifest", "quarantine"} <= set(tables)
+    for name, export in EXPORTS.items():
+        assert name in tables, f"sources.yml lacks raw.{name}"
+        cols = [c["name"] for c in tables[name]["columns"]]
+        assert set(export.column_names) <= set(cols), name
+        assert export.description in tables[name]["description"]
+
+
+def test_staging_sql_never_selects_names_or_salaries():
+    personal = {c.name for e in EXPORTS.values() for c in e.columns if c.personal}
+    for sql in (DBT_PROJECT_DIR / "models").rglob("*.sql"):
+        text = sql.read_text()
+        for column in personal - {"work_email", "learner_email", "responder_email"}:
+            assert column not in text, f"{sql.name} mentions {column}"
+
+
+def test_every_mart_has_a_yml_with_grain_and_documented_columns():
+    marts = DBT_PROJECT_DIR / "models" / "marts"
+    for sql in marts.glob("*.sql"):
+        yml = sql.with_suffix(".yml")
+        assert yml.exists(), f"{sql.name} has no {yml.name}"
+        model = yaml.safe_load(yml.read_text())["models"][0]
+        assert model["name"] == sql.stem
+        assert "grain" in model["description"].lower(), f"{yml.name}: description must state the grain"
+        assert all(c.get("description") for c in model["columns"])
+
+
+def test_build_args_pass_privacy_vars_as_json(tmp_path):
+    from pipelines.defs.dbt import build_args
+
+    s = Settings(sources_dir=tmp_path, warehouse_dir=tmp_path, reports_dir=tmp_path,
+                 min_group_size=7, scope_division="Team 'Ops'")
+    args = build_args(s)
+    assert args[:2] == ["build", "--vars"]
+    assert json.loads(args[2]) == {"min_group_size": 7, "scope_division": "Team 'Ops'"}
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"resource_type": "source", "name": "employees", "unique_id": "source.x.raw.employees"},
+         ["raw", "employees"]),
+        ({"resource_type": "model", "name": "attrition", "schema": "marts", "unique_id": "m"},
+         ["marts", "attrition"]),
+        ({"resource_type": "seed", "name": "skill_levels", "schema": "staging", "unique_id": "s"},
+         ["staging", "skill_levels"]),
+    ],
+)
+def test_asset_keys_follow_layers(props, key):
+    from pipelines.defs.dbt import asset_key_for
+
+    assert asset_key_for(props) == dg.AssetKey(key)
+
+
+def test_a_model_outside_the_layers_is_refused_with_advice():
+    from pipelines.defs.dbt import asset_key_for
+
+    with pytest.raises(ValueError, match="models/"):
+        asset_key_for({"resource_type": "model", "name": "x", "schema": "main", "unique_id": "m.x"})
+
+
+def test_manifest_staleness(tmp_path):
+    from pipelines.defs.dbt import manifest_is_stale
+
+    (tmp_path / "models").mkdir()
+    model = tmp_path / "models" / "a.sql"
+    model.write_text("select 1")
+    manifest = tmp_path / "target" / "manifest.json"
+    assert manifest_is_stale(tmp_path, manifest)
+    manifest.parent.mkdir()
+    manifest.write_text("{}")
+    os.utime(model, (manifest.stat().st_mtime - 10,) * 2)
+    assert not manifest_is_stale(tmp_path, manifest)
+    os.utime(model, (manifest.stat().st_mtime + 10,) * 2)
+    assert manifest_is_stale(tmp_path, manifest)
+
+
+def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
+    from pipelines.defs.dbt import defs, warehouse_dbt
+
+    assert set(defs.resources) == {"dbt", "settings"}
+    specs = {s.key.to_user_string(): s for s in warehouse_dbt.specs}
+    for mart in ("attrition", "certification_coverage", "incident_rates", "dim_employee",
+                 "dim_certification", "dim_team", "dim_date", "identity_match", "training_spend",
+                 "contractor_costs", "fleet_size", "incident_downtime", "team_composition",
+                 "level_mix"):
+        assert f"marts/{mart}" in specs
+    assert "intermediate/int_engineer_months" in specs
+    assert "intermediate/int_incident_responses" in specs
+    assert {s.group_name for s in specs.values()} == {"warehouse"}
+    raw_deps = {d.asset_key.path[1] for s in specs.values() for d in s.deps if d.asset_key.path[0] == "raw"}
+    assert set(EXPORTS) <= raw_deps
+    assert "grain" in specs["marts/attrition"].description.lower()
+    checks = {c.name for c in warehouse_dbt.check_specs}
+    assert any(name.startswith("expression_is_true_attrition") for name in checks)

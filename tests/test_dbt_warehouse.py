@@ -1,0 +1,312 @@
+"""Builds the warehouse from a small raw database through the Dagster dbt assets and checks
+marts against figures computed independently, in plain Python, from the raw rows below."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+import dagster as dg
+import duckdb
+import pytest
+
+from pipelines.lib.pseudonym import pseudonym
+from tests.conftest import TEST_PSEUDONYM_KEY, RawFile, make_raw_db
+
+pytestmark = pytest.mark.slow
+
+D = date.fromisoformat
+DIV = "AI Infrastructure"
+
+
+def emp(eid, hire, term=None, ttype=None, regrettable=None, email=None):
+    return {
+        "employee_id": eid, "first_name": f"First{eid}", "last_name": f"Last{eid}",
+        "work_email": email or f"{eid.lower()}@corp.example", "hire_date": D(hire),
+        "original_hire_date": None, "termination_date": D(term) if term else None,
+        "termination_type": ttype, "termination_reason": None, "regrettable": regrettable,
+    }
+
+
+def job(eid, eff, level=2, role="operations_engineer", team="clu-a", div=DIV, etype="employee"):
+    return {
+        "employee_id": eid, "effective_date": D(eff), "division": div, "team": team,
+        "role_family": role, "job_title": "Engineer", "skill_level": level, "site": "Berlin",
+        "manager_id": "E1", "employment_type": etype, "fte": 1.0, "annual_salary_usd": 123456.0,
+        "change_reason": "hire",
+    }
+
+
+def cert(aid, email, code, exam, result="pass", issued=None, expires=None):
+    return {
+        "attempt_id": aid, "learner_email": email, "certification_code": code,
+        "exam_date": D(exam), "result": result, "score": 80.0,
+        "issued_on": D(issued) if issued else (D(exam) if result == "pass" else None),
+        "expires_on": D(expires) if expires else None, "exam_fee_usd": 125.0,
+    }
+
+
+# Seven in-scope employees, one contractor and one person in another division.
+EMPLOYEES_HIRE_FILE = [
+    emp("E1", "2023-01-01"), emp("E2", "2023-01-01"), emp("E3", "2023-02-15"),
+    emp("E4", "2023-01-01"), emp("E5", "2023-01-01"), emp("E6", "2023-01-01"),
+    emp("E7", "2023-03-01"), emp("C1", "2023-01-01"), emp("X1", "2023-01-01"),
+]
+# Changed records: terminations delivered later; E2 leaves and is rehired (new spell).
+EMPLOYEES_CHANGES = [
+    emp("E2", "2023-01-01", "2023-06-15", "voluntary", True),
+    emp("E2", "2023-09-01"),
+    emp("E3", "2023-02-15", "2023-12-31", "involuntary", False),
+    emp("E6", "2023-01-01", "2024-03-31", "voluntary", False),
+]
+JOBS = [
+    job("E1", "2023-01-01", level=4, role="infrastructure_lead"),
+    job("E1", "2023-07-01", level=4, role="infrastructure_lead", team="clu-b"),
+    job("E2", "2023-01-01"), job("E2", "2023-09-01", level=3),
+    job("E3", "2023-02-15"), job("E4", "2023-01-01", level=3, role="network_specialist"),
+    job("E5", "2023-01-01"), job("E6", "2023-01-01"), job("E7", "2023-03-01"),
+    job("C1", "2023-01-01", etype="contractor"), job("X1", "2023-01-01", div="Finance"),
+]
+CERTS = [
+    # E1: associate, renewed before expiry -> one continuous interval
+    cert("A1", " E1@Corp.Example ", "NCA-AIIO", "2023-03-10", expires="2024-03-09"),
+    cert("A2", "e1@corp.example", "NCA-AIIO", "2024-03-01", expires="2026-03-01"),
+    # E4: certified in May 2023, expires end of Nov 2023 (lapses)
+    cert("A3", "e4@corp.example", "NCP-AIN", "2023-05-20", expires="2023-11-30"),
+    # E5 fails, then passes; no expiry
+    cert("A4", "e5@corp.example", "NCA-AIIO", "2023-04-03", result="fail"),
+    cert("A5", "e5@corp.example", "NCA-AIIO", "2023-08-03"),
+    # unmatched learner
+    cert("A6", "stranger@elsewhere.example", "CKA", "2023-04-03"),
+]
+SUPERSEDED_CERT = [cert("A9", "e7@corp.example", "CKA", "2023-04-01")]  # must be ignored
+INCIDENTS = [
+    {"incident_number": f"I{i}", "title": "Disk failure reported by E1", "service": "storage",
+     "cluster": "clu-a", "severity": "sev2", "opened_at": f"2023-{m:02d}-10 08:00:00",
+     "acknowledged_at": None, "resolved_at": f"2023-{m:02d}-10 {8 + h:02d}:00:00",
+     "gpus_affected": 4, "downtime_minutes": 60.0 * h}
+    for i, (m, h) in enumerate([(4, 1), (5, 2), (9, 3), (10, 4)], start=1)
+] + [
+    {"incident_number": "I9", "title": None, "service": "net", "cluster": "clu-b", "severity": "sev3",
+     "opened_at": "2024-06-10 08:00:00", "acknowledged_at": None, "resolved_at": None,
+     "gpus_affected": 0, "downtime_minutes": 0.0},
+]
+RESPONDERS = [
+    {"incident_number": "I1", "responder_email": "e1@corp.example", "role": "primary", "assigned_at": None},
+    {"incident_number": "I1", "responder_email": "e4@corp.example", "role": "secondary", "assigned_at": None},
+    {"incident_number": "I2", "responder_email": "E4@corp.example", "role": "primary", "assigned_at": None},
+    {"incident_number": "I3", "responder_email": "e7@corp.example", "role": "primary", "assigned_at": None},
+    {"incident_number": "I4", "responder_email": "ghost@corp.example", "role": "primary", "assigned_at": None},
+]
+FLEET = [
+    {"cluster": "clu-a", "as_of_date": D("2023-01-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 64},
+    {"cluster": "clu-a", "as_of_date": D("2023-06-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 256},
+    {"cluster": "clu-b", "as_of_date": D("2023-01-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 2048},
+]
+COURSES = [{"course_id": "C-1", "title": "Intro", "provider": "NVIDIA", "programme_type": "online",
+            "hours": 8.0, "cost_usd": 100.0, "certification_code": "NCA-AIIO"}]
+ENROLMENTS = [
+    {"enrolment_id": "N1", "learner_email": "e1@corp.example", "course_id": "C-1", "status": "completed",
+     "enrolled_on": D("2023-02-01"), "completed_on": D("2023-02-20"), "cost_usd": 50.0,
+     "hours_spent": None, "score": None},
+]
+CONTRACTORS = [
+    {"engagement_id": "G1", "vendor": "V", "month": D("2023-05-01"), "team": "clu-a", "hours": 10.0, "hourly_rate_usd": 300.0},
+]
+
+AS_OF = D("2024-06-30")
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory):
+    wh = tmp_path_factory.mktemp("wh")
+    make_raw_db(wh / "raw.duckdb", [
+        RawFile("employees", "2023-01", EMPLOYEES_HIRE_FILE),
+        RawFile("employees", "2024-04", EMPLOYEES_CHANGES),
+        RawFile("job_history", "2023-09", JOBS),
+        RawFile("certifications", "2024-03", CERTS),
+        RawFile("certifications", "2023-04", SUPERSEDED_CERT, status="superseded"),
+        RawFile("incidents", "2024-06", INCIDENTS),
+        RawFile("responders", "2024-06", RESPONDERS),
+        RawFile("gpu_fleet", "2023-06", FLEET),
+        RawFile("courses", "2023-01", COURSES),
+        RawFile("enrolments", "2023-02", ENROLMENTS),
+        RawFile("contractor_hours", "2023-05", CONTRACTORS),
+    ])
+    from pipelines.config import TalentSettings
+    from pipelines.defs.dbt import defs as dbt_defs
+    from pipelines.defs.dbt import warehouse_dbt
+
+    saved = dict(os.environ)
+    os.environ["TALENT_PSEUDONYM_KEY"] = TEST_PSEUDONYM_KEY
+    try:
+        result = dg.materialize(
+            [warehouse_dbt],
+            resources={
+                "dbt": dbt_defs.resources["dbt"],
+                "settings": TalentSettings(warehouse_dir=str(wh)),
+            },
+            raise_on_error=False,
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    failed_checks = [
+        f"{e.asset_key.to_user_string()}:{e.check_name}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    ]
+    assert result.success and not failed_checks, f"dbt build failed; failing checks: {failed_checks}"
+    # every dbt test became an asset check and was evaluated
+    assert len(result.get_asset_check_evaluations()) == len(list(warehouse_dbt.check_specs))
+    con = duckdb.connect(str(wh / "build" / "talent.duckdb"), read_only=True)
+    yield wh, con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def built(warehouse):
+    return warehouse[1]
+
+
+def test_every_dbt_test_ran_as_an_asset_check_and_docs_were_written(warehouse):
+    wh, _ = warehouse
+    for name in ("index.html", "manifest.json", "catalog.json"):
+        assert (wh / "docs" / name).is_file(), name
+
+
+def spells():
+    """Current spells per person from the raw rows: later delivery wins per (id, hire date)."""
+    latest = {}
+    for row in EMPLOYEES_HIRE_FILE + EMPLOYEES_CHANGES:
+        latest[(row["employee_id"], row["hire_date"])] = row
+    return [r for r in latest.values() if r["employee_id"].startswith("E")]
+
+
+def month_range(start: date, end: date):
+    y, m = start.year, start.month
+    while date(y, m, 1) <= end:
+        yield date(y, m, 1)
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+
+
+def month_end(m: date) -> date:
+    nxt = date(m.year + (m.month == 12), m.month % 12 + 1, 1)
+    return date.fromordinal(nxt.toordinal() - 1)
+
+
+def expected_attrition(m: date):
+    """SHRM counts for one month, all in-scope employees (no transfers in this data)."""
+    end = month_end(m)
+    start = headcount_end = hires = seps = 0
+    for s in spells():
+        h, t = s["hire_date"], s["termination_date"] or date.max
+        start += h < m <= t
+        headcount_end += h <= end < t
+        hires += m <= h <= end
+        seps += m <= t <= end
+    return start, hires, seps, headcount_end
+
+
+def test_attrition_matches_raw_counts_every_month(built):
+    rows = built.execute(
+        "select period_start, headcount_start, hires, separations, headcount_end, turnover_rate "
+        "from marts.attrition where period_type = 'month' and segment_type = 'all' order by 1"
+    ).fetchall()
+    assert rows[0][0] == date(2023, 1, 1)
+    assert rows[-1][0] == date(2024, 6, 1)
+    for m, *counts, rate in rows:
+        start, hires, seps, end = expected_attrition(m)
+        assert tuple(counts) == (start, hires, seps, end), m
+        assert rate == pytest.approx(100 * seps / ((start + end) / 2)), m
+
+
+def test_rehire_counts_one_separation_and_one_hire(built):
+    jun, sep = (
+        built.execute(
+            "select separations, voluntary_separations, regrettable_separations, hires "
+            "from marts.attrition where period_type = 'month' and segment_type = 'all' "
+            f"and period_start = date '{d}'"
+        ).fetchone()
+        for d in ("2023-06-01", "2023-09-01")
+    )
+    assert jun == (1, 1, 1, 0)
+    assert sep == (0, 0, 0, 1)
+
+
+def test_coverage_for_a_month_matches_raw(built):
+    # end of June 2023: employed E1, E4, E5, E6, E7 (E2 left 15 June, E3 employed)
+    employed = [s["employee_id"] for s in spells()
+                if s["hire_date"] <= D("2023-06-30") <= (s["termination_date"] or date.max)]
+    certified = {c["learner_email"].strip().lower().split("@")[0].upper() for c in CERTS
+                 if c["result"] == "pass" and c["issued_on"] <= D("2023-06-30")
+                 and (c["expires_on"] is None or c["expires_on"] >= D("2023-06-30"))}
+    row = built.execute(
+        "select headcount, certified_headcount, coverage_share from marts.certification_coverage "
+        "where month = date '2023-06-01' and segment_type = 'all'"
+    ).fetchone()
+    expected_certified = len(certified & set(employed))
+    assert row[0] == len(employed) == 6
+    assert row[1] == expected_certified == 2
+    assert row[2] == pytest.approx(expected_certified / len(employed))
+
+
+def test_lapsed_and_renewed_certifications(built):
+    def certified(person, month):
+        return built.execute(
+            "select is_certified from intermediate.int_engineer_months where person_key = ? and month = ?",
+            [pseudonym(person, TEST_PSEUDONYM_KEY), D(month)],
+        ).fetchone()[0]
+
+    assert not certified("E4", "2023-04-01")
+    assert certified("E4", "2023-05-01")
+    assert certified("E4", "2023-11-01")  # expires 30 November: still valid on that day
+    assert not certified("E4", "2023-12-01")
+    assert certified("E1", "2024-03-01")  # renewal issued before expiry: no gap
+
+
+def test_identity_match_counts_unmatched(built):
+    rows = dict(built.execute(
+        "select source, (records, matched) from marts.identity_match"
+    ).fetchall())
+    assert rows["lms_certifications"] == (6, 5)  # superseded file ignored
+    assert rows["incident_responders"] == (5, 4)
+
+
+def test_incident_downtime_by_status(built):
+    rows = {
+        (q, s): (n, minutes)
+        for q, s, n, minutes in built.execute(
+            "select quarter, certification_status, incidents, downtime_minutes from marts.incident_downtime"
+        ).fetchall()
+    }
+    # Q2: I1 by E1 (certified since 10 March), I2 by E4 opened 10 May, ten days before E4's
+    # award; Q3: I3 by E7 (never certified); Q4: I4 by an address no HRIS person has.
+    assert rows[(D("2023-04-01"), "certified")] == (1, 60.0)
+    assert rows[(D("2023-04-01"), "not_certified")] == (1, 120.0)
+    assert rows[(D("2023-07-01"), "not_certified")] == (1, 180.0)
+    assert rows[(D("2023-10-01"), "unmatched")] == (1, 240.0)
+
+
+def test_no_personal_data_in_marts(built):
+    personal = set()
+    for rows in (EMPLOYEES_HIRE_FILE, EMPLOYEES_CHANGES, CERTS, ENROLMENTS, RESPONDERS):
+        for r in rows:
+            for k in ("first_name", "last_name", "work_email", "learner_email", "responder_email"):
+                if r.get(k):
+                    personal.add(str(r[k]).strip().lower())
+    personal |= {"123456", "123456.0"}
+    personal |= {r["employee_id"].lower() for r in EMPLOYEES_HIRE_FILE}
+    tables = built.execute(
+        "select table_name from information_schema.tables where table_schema = 'marts'"
+    ).fetchall()
+    assert len(tables) >= 14
+    for (table,) in tables:
+        cols = [c[0] for c in built.execute(f"describe marts.{table}").fetchall()]
+        assert not {"first_name", "last_name", "work_email", "annual_salary_usd", "employee_id"} & set(cols)
+        for col in cols:
+            values = built.execute(
+                f'select distinct lower(trim("{col}"::varchar)) from marts.{table}'
+            ).fetchall()
+            leaked = {v for (v,) in values if v is not None} & personal
+            assert not leaked, f"marts.{table}.{col} holds personal values {sorted(leaked)[:3]}"
