@@ -1,5 +1,99 @@
-"""Dagster definitions for stats (not built yet)."""
+"""Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats.py`).
+
+Reads the two intermediate models from the build file, estimates, and writes the two marts back
+into schema `marts` of the same file. Each DuckDB connection is closed before the next step so
+dbt (a subprocess) can open the file again.
+"""
+
+import math
 
 import dagster as dg
+import duckdb
+import pandas as pd
+import pyarrow as pa
 
-defs = dg.Definitions()
+from pipelines.config import TalentSettings
+from pipelines.lib import stats
+
+INPUT_KEYS = [
+    dg.AssetKey(["intermediate", "int_engineer_months"]),
+    dg.AssetKey(["intermediate", "int_incident_responses"]),
+]
+EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
+EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
+
+
+def _write(con: duckdb.DuckDBPyConnection, table: str, df: pd.DataFrame) -> None:
+    """Create or replace `marts.<table>`; Arrow turns NaN into SQL NULL (not a float NaN)."""
+    arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
+    con.execute("create schema if not exists marts")
+    con.execute(f"create or replace table marts.{table} as select * from arrow")
+
+
+def _number(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+
+def effect_metadata(effects: pd.DataFrame) -> dict:
+    """Estimates with CIs and naive values, one JSON entry per metric, for the asset page."""
+    meta = {}
+    for row in effects.itertuples(index=False):
+        meta[row.metric] = dg.MetadataValue.json(
+            {
+                "estimate": _number(row.estimate),
+                "ci_low": _number(row.ci_low),
+                "ci_high": _number(row.ci_high),
+                "naive_estimate": _number(row.naive_estimate),
+                "n_engineers": None if pd.isna(row.n_engineers) else int(row.n_engineers),
+                "n_events": None if pd.isna(row.n_events) else int(row.n_events),
+            }
+        )
+    meta["dagster/row_count"] = len(effects)
+    return meta
+
+
+@dg.multi_asset(
+    name="certification_statistics",
+    group_name="statistics",
+    specs=[
+        dg.AssetSpec(
+            EFFECT_KEY,
+            deps=INPUT_KEYS,
+            description="Adjusted effect of holding a certification on incident rate, MTTR and "
+            "voluntary exit, with 95 % CIs and the naive figures beside them.",
+            kinds={"python", "duckdb"},
+        ),
+        dg.AssetSpec(
+            EVENT_STUDY_KEY,
+            deps=INPUT_KEYS,
+            description="Incident rate ratio by month relative to first certification "
+            "(-12..+12, reference month -1).",
+            kinds={"python", "duckdb"},
+        ),
+    ],
+)
+def certification_statistics(context: dg.AssetExecutionContext, settings: TalentSettings):
+    s = settings.get()
+    with duckdb.connect(str(s.build_db), read_only=True) as con:
+        months = con.execute("select * from intermediate.int_engineer_months").df()
+        incidents = con.execute("select * from intermediate.int_incident_responses").df()
+    effects, study = stats.analyse(months, incidents, min_group_size=s.min_group_size)
+    with duckdb.connect(str(s.build_db)) as con:
+        _write(con, "certification_effect", effects)
+        _write(con, "certification_event_study", study)
+    for row in effects.itertuples(index=False):
+        context.log.info(
+            f"{row.metric}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], "
+            f"naive {row.naive_estimate:.3f}"
+        )
+    yield dg.MaterializeResult(asset_key=EFFECT_KEY, metadata=effect_metadata(effects))
+    yield dg.MaterializeResult(
+        asset_key=EVENT_STUDY_KEY,
+        metadata={
+            "dagster/row_count": len(study),
+            "estimated_months": int(study["estimate"].notna().sum()),
+        },
+    )
+
+
+defs = dg.Definitions(assets=[certification_statistics], resources={"settings": TalentSettings()})
