@@ -568,7 +568,9 @@ _MARTS: tuple[Rule, ...] = (
         "ExpectColumnValuesToBeInSet",
         {
             "column": "certification_status",
-            "value_set": ["certified", "not_yet_certified", "never_certified", "all"],
+            "value_set": [
+                "certified", "not_yet_certified", "never_certified", "lapsed", "all",
+            ],
         },
         E,
         "the report reads these statuses only",
