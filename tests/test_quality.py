@@ -120,7 +120,8 @@ def test_duplicated_incident_in_one_file_is_found_but_older_periods_are_not(corr
     assert copy.locations == ("incidents_2024-06_v2.csv line 8",)  # the copy, not line 4
     conflict = suite.outcome("natural_key_unique")
     assert (conflict.passed, conflict.unexpected_count) == (False, 2)
-    assert conflict.rule.severity is Severity.WARN
+    # conflicting versions of one incident in one delivery block the marts
+    assert conflict.rule.severity is Severity.ERROR
     assert set(conflict.locations) == {
         "incidents_2024-06_v2.csv line 5",
         "incidents_2024-06_v2.csv line 9",

@@ -164,8 +164,8 @@ def _raw(export: Export) -> Iterator[Rule]:
         "export that repeats itself",
     )
     unique_why = (
-        "one key with different contents in one delivery: staging keeps the last line "
-        "(docs/architecture.md), so check that the export lists the final version last"
+        "one key with different contents in one delivery: which version is true is a guess, "
+        "so nothing downstream is built on it until a corrected delivery arrives"
     )
     personal_key = any(export.column(k).personal for k in export.key)
     if len(export.key) == 1:
@@ -174,7 +174,7 @@ def _raw(export: Export) -> Iterator[Rule]:
             "natural_key_unique",
             "ExpectColumnValuesToBeUnique",
             {"column": export.key[0]},
-            Severity.WARN,
+            Severity.ERROR,
             unique_why,
             personal=personal_key,
             only_where="_first_copy",
@@ -185,7 +185,7 @@ def _raw(export: Export) -> Iterator[Rule]:
             "natural_key_unique",
             "ExpectCompoundColumnsToBeUnique",
             {"column_list": list(export.key)},
-            Severity.WARN,
+            Severity.ERROR,
             unique_why,
             personal=personal_key,
             only_where="_first_copy",
