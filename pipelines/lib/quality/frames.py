@@ -102,6 +102,10 @@ select
     sum(rows_quarantined) filter (where status = 'active')
         / nullif(sum(rows_loaded + rows_quarantined) filter (where status = 'active'), 0)
         as quarantine_share,
+    coalesce(max(rows_quarantined / nullif(rows_loaded + rows_quarantined, 0))
+        filter (where status = 'active'), 0) as worst_file_quarantine_share,
+    arg_max(file_name, rows_quarantined / nullif(rows_loaded + rows_quarantined, 0))
+        filter (where status = 'active') as worst_file_name,
     string_agg(file_name, ', ' order by file_name) filter (where status = 'failed')
         as failed_file_names
 from manifest

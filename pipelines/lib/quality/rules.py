@@ -234,6 +234,21 @@ def _raw(export: Export) -> Iterator[Rule]:
     )
     yield Rule(
         s,
+        "file_quarantine_share_below_error",
+        "ExpectColumnValuesToBeBetween",
+        {
+            "column": "worst_file_quarantine_share",
+            "min_value": 0,
+            "max_value": QUARANTINE_ERROR_SHARE,
+        },
+        Severity.ERROR,
+        f"one delivery lost more than {QUARANTINE_ERROR_SHARE:.0%} of its rows to the "
+        "quarantine (worst_file_name names it): a broken export, not a few stray rows; "
+        "deliver a corrected version (_v<N+1>)",
+        "deliveries",
+    )
+    yield Rule(
+        s,
         "no_failed_deliveries",
         "ExpectColumnValuesToBeBetween",
         {"column": "failed_files", "min_value": 0, "max_value": 0},
