@@ -35,8 +35,12 @@ setup: .venv/.synced
 run: setup
 	$(UV) run talent run --sources $(SOURCES) --warehouse-dir $(WAREHOUSE)
 
+# Two workers (the machine has two cores); each test module stays on one worker so its
+# shared pipeline runs happen once. The dbt manifest is parsed once, before the workers start.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 test: setup
-	$(UV) run pytest
+	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
+	$(UV) run pytest $(PYTEST_ARGS)
 
 dev: setup
 	$(UV) run dagster dev -m pipelines.definitions --host 127.0.0.1 --port 3000

@@ -107,8 +107,12 @@ def dbt_env(warehouse_dir: Path, **extra: str) -> dict[str, str]:
 def run_dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     """Run the dbt CLI of this environment inside the project; fail with dbt's own output."""
     dbt = Path(sys.executable).parent / "dbt"
+    # Builds write their artefacts next to their warehouse, never into the shared target/
+    # that dagster-dbt loads (test workers run in parallel).
+    target = Path(env["TALENT_BUILD_DB"]).parent / "dbt-target"
     proc = subprocess.run(
-        [str(dbt), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)],
+        [str(dbt), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+         "--target-path", str(target)],
         env=env,
         capture_output=True,
         text=True,
@@ -120,10 +124,11 @@ def run_dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 
 @pytest.fixture(scope="session")
-def dbt_manifest(tmp_path_factory) -> Path:
-    """`dbt parse` once per session, so dagster-dbt finds target/manifest.json."""
-    wh = tmp_path_factory.mktemp("parse_wh")
-    run_dbt(["parse"], dbt_env(wh))
-    manifest = DBT_PROJECT_DIR / "target" / "manifest.json"
+def dbt_manifest() -> Path:
+    """A fresh target/manifest.json for dagster-dbt (parsed once, under a lock shared with
+    other test workers)."""
+    from pipelines.defs.dbt import ensure_manifest
+
+    manifest = ensure_manifest()
     assert json.loads(manifest.read_text())["nodes"]
     return manifest

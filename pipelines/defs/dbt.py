@@ -4,6 +4,7 @@ Thin wiring: keys, groups and the CLI arguments come from small pure helpers so 
 them; the SQL lives in `dbt_project/`.
 """
 
+import fcntl
 import json
 import os
 import shutil
@@ -87,12 +88,19 @@ def ensure_manifest(project: DbtProject = dbt_project) -> Path:
     would otherwise fail at import on a fresh checkout. The profile needs the two database paths
     to render, so defaults from the settings are provided when the environment lacks them.
     """
-    project.prepare_if_dev()
-    if manifest_is_stale(project.project_dir, project.manifest_path):
-        settings = Settings.from_env()
-        os.environ.setdefault("TALENT_BUILD_DB", str(settings.build_db))
-        os.environ.setdefault("TALENT_RAW_DB", str(settings.raw_db))
-        project.preparer.prepare(project)
+    if not manifest_is_stale(project.project_dir, project.manifest_path):
+        return project.manifest_path
+    # Several processes may load the definitions at once (test workers, webserver + daemon):
+    # one parses, the others wait and find a fresh manifest.
+    lock_path = Path(project.project_dir) / "target" / ".prepare.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if manifest_is_stale(project.project_dir, project.manifest_path):
+            settings = Settings.from_env()
+            os.environ.setdefault("TALENT_BUILD_DB", str(settings.build_db))
+            os.environ.setdefault("TALENT_RAW_DB", str(settings.raw_db))
+            project.preparer.prepare(project)
     return project.manifest_path
 
 
@@ -120,14 +128,29 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
     s.ensure_dirs()
     # The profile reads the database paths and the pseudonym key from the environment.
     s.export_env()
-    yield from dbt.cli(build_args(s), context=context).stream()
-    docs = dbt.cli(["docs", "generate"], manifest=dbt_project.manifest_path, raise_on_error=False)
+    build = dbt.cli(build_args(s), context=context)
+    try:
+        yield from build.stream()
+    finally:
+        # each invocation writes its own target folder; keep target/ from growing every night
+        shutil.rmtree(build.target_path, ignore_errors=True)
+    # --static: one self-contained index.html that opens from disk (the plain site fetches
+    # manifest.json and catalog.json, which browsers refuse over file://)
+    docs = dbt.cli(
+        ["docs", "generate", "--static"], manifest=dbt_project.manifest_path, raise_on_error=False
+    )
     docs.wait()
-    if docs.is_successful():
-        copied = publish_docs(docs.target_path, s.docs_dir)
-        context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
-    else:
-        context.log.warning("dbt docs generate failed; the warehouse itself was built.")
+    try:
+        if docs.is_successful():
+            static = docs.target_path / "static_index.html"
+            if static.exists():
+                shutil.copy2(static, docs.target_path / "index.html")
+            copied = publish_docs(docs.target_path, s.docs_dir)
+            context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
+        else:
+            context.log.warning("dbt docs generate failed; the warehouse itself was built.")
+    finally:
+        shutil.rmtree(docs.target_path, ignore_errors=True)
 
 
 defs = dg.Definitions(
