@@ -39,7 +39,7 @@ SECTION_CHARTS = {  # section id -> charts the fixture must produce there
     "expiring": 1,
     "attrition": 2,
     "incidents": 2,
-    "roi": 3,
+    "roi": 4,  # spend, measured waterfall, stated-values waterfall, tornado
     "composition": 2,
 }
 
@@ -437,17 +437,21 @@ def test_report_files_land_in_the_quarter_folder(rendered):
     assert Path(rendered["pdf"]).read_bytes()[:5] == b"%PDF-"
     assert all(rendered["sections"].values()), rendered["sections"]
     # the HTML on disk is the one the content tests read, plus the PDF beside it
-    assert "Coverage of required certifications rose from 41 % to 48 %" in rendered["text"]
+    assert "Coverage of required certifications rose from 41.0 % to 48.0 %" in rendered["text"]
 
 
 def test_headline_states_the_planted_coverage_change(report):
     assert (
-        "Coverage of required certifications rose from 41 % to 48 % this quarter" in report["text"]
+        "Coverage of required certifications rose from 41.0 % to 48.0 % this quarter, "
+        "32.0 points below the 80 % target" in report["text"]
     )
-    # incident_rate_ratio 0.72 planted in the fixture reads as 28 % lower
-    assert any("28 % lower incidents per engineer-month" in h for h in report["headlines"])
+    # incident_rate_ratio 0.72 (0.58-0.89) planted in the fixture reads as 28 % fewer, with
+    # its interval in the same words and the naive 0.95 beside it
+    incidents = next(h for h in report["headlines"] if h.startswith("Incidents:"))
+    assert "28 % fewer incidents per engineer-month" in incidents
+    assert "95 % CI 11–42 % fewer" in incidents and "says 5 % fewer (0.95)" in incidents
     # the attrition hazard interval (0.35-1.15) spans 1: the headline must say so
-    hazard = next(h for h in report["headlines"] if h.startswith("Voluntary attrition hazard"))
+    hazard = next(h for h in report["headlines"] if h.startswith("Voluntary attrition:"))
     assert "not yet conclusive" in hazard
 
 
@@ -486,6 +490,17 @@ def test_roi_follows_the_worked_example(report):
     assert "gross return multiple: 465 %" in report["text"]
     roi = _table_rows(report["text"], "roi-summary")
     assert roi["Net"] == ["return $675,000 − investment $145,000", "$530,000"]
+
+
+def test_roi_is_also_shown_without_the_stated_per_gpu_values(report):
+    # worked example without efficiency (75,000) and faster deployment (300,000):
+    # (100,000 + 200,000 − 145,000) / 145,000 = 1.069 → 106 % (rounded down)
+    stated = _table_rows(report["text"], "roi-stated")
+    without = next(v for k, v in stated.items() if k.startswith("Without"))
+    assert without == ["$300,000", "$145,000", "$155,000", "106 %"]
+    roi = next(h for h in report["headlines"] if h.startswith("Net ROI"))
+    assert "365 %" in roi and "the net ROI is 106 %" in roi
+    assert 'data-chart="roi-waterfall-stated"' in report["text"]
 
 
 def test_event_study_leaves_out_months_with_few_engineers(report):

@@ -25,7 +25,9 @@ def test_asset_key_group_and_dependency():
 
 def test_partitions_are_quarter_starts():
     keys = report.quarterly_partitions.get_partition_keys()
-    assert keys[:5] == ["2024-01-01", "2024-04-01", "2024-07-01", "2024-10-01", "2025-01-01"]
+    assert keys[:5] == ["2015-01-01", "2015-04-01", "2015-07-01", "2015-10-01", "2016-01-01"]
+    assert keys[0] == report.REPORT_START
+    assert {k[5:] for k in keys} == {"01-01", "04-01", "07-01", "10-01"}
     assert report.quarter_of_partition("2026-07-01") == "2026-Q3"
 
 

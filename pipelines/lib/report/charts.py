@@ -18,7 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 OKABE_ITO = {
     "blue": "#0072B2",
@@ -166,12 +166,15 @@ def bar_chart(
     xlabel: str = "",
     reference: Sequence[float | None] | None = None,
     reference_label: str = "template",
+    money: bool = False,
 ) -> str:
     """Horizontal bars with the figure written on each bar; hidden figures draw no bar but keep
     their label (e.g. `<5`) so the reader sees the group exists. An optional reference (the
-    template) is drawn as a black tick."""
+    template) is drawn as a black tick. Rows get tighter as their number grows, so a chart of
+    every team still fits one printed page under its section heading."""
+    n = max(3, len(categories))
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.42 * max(3, len(categories)) + 0.8))
+        fig, ax = plt.subplots(figsize=(7.2, _row_height(n) * n + 0.8))
         ys = list(range(len(categories)))[::-1]
         vals = [v if v is not None and v == v else 0 for v in values]
         ax.barh(ys, vals, color=OKABE_ITO["blue"], height=0.6, label="actual")
@@ -195,9 +198,18 @@ def bar_chart(
         ax.grid(axis="y", visible=False)
         if percent:
             _pct(ax, "x")
+        elif money:
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _money(v)))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
         ax.set_title(title)
         return _svg(fig, name)
+
+
+def _row_height(rows: int) -> float:
+    """Inches per bar: roomy for a handful of rows, compact for a chart of every team."""
+    return 0.42 if rows <= 10 else 0.26
 
 
 def interval_chart(
@@ -309,52 +321,74 @@ def event_study_chart(
 
 
 def waterfall_chart(
-    name: str, steps: Sequence[tuple[str, float]], *, title: str, total_label: str = "net"
+    name: str,
+    steps: Sequence[tuple[str, float]],
+    *,
+    title: str,
+    total_label: str = "net",
+    start: tuple[str, float] | None = None,
 ) -> str:
-    """Investment (negative) and returns (positive) stacked to the net result; rises and falls
-    differ by colour and hatch, and each bar carries its value."""
+    """Investment (negative) and returns (positive) stacked to the net result, one row per item
+    read top to bottom, so long item names stay horizontal and readable. Falls and rises differ
+    by colour and hatch, each bar carries its value. `start` opens the chart with a total
+    carried over from another chart (e.g. the net before the stated returns)."""
+    rows = len(steps) + 1 + (1 if start else 0)
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 3.1))
-        running = 0.0
-        labels = []
-        for i, (label, value) in enumerate(steps):
-            bottom = running if value >= 0 else running + value
+        fig, ax = plt.subplots(figsize=(7.2, 0.3 * rows + 1.0))
+        running, y = 0.0, 0
+        ticks: list[int] = []
+        labels: list[str] = []
+        ends: list[float] = [0.0]
+
+        def total_bar(value: float, label: str, colour: str) -> None:
+            nonlocal y
+            ax.barh(-y, value, color=OKABE_ITO[colour], height=0.62)
+            # a negative total is labelled right of zero, where no other bar is drawn
+            ax.text(
+                max(value, 0),
+                -y,
+                f" {_money(value)}",
+                ha="left",
+                va="center",
+                fontsize=7.5,
+                fontweight="bold",
+            )
+            ticks.append(-y)
+            labels.append(label)
+            ends.append(value)
+            y += 1
+
+        if start is not None:
+            total_bar(start[1], start[0], "sky")
+            running = start[1]
+        for label, value in steps:
             up = value >= 0
-            ax.bar(
-                i,
+            left = running if up else running + value
+            ax.barh(
+                -y,
                 abs(value),
-                bottom=bottom,
+                left=left,
                 color=OKABE_ITO["green" if up else "vermillion"],
                 hatch="" if up else "//",
                 edgecolor="white",
-                width=0.65,
+                height=0.62,
             )
-            ax.text(i, bottom + abs(value), _money(value), ha="center", va="bottom", fontsize=7.5)
+            ax.text(
+                left + abs(value), -y, " " + _money(value), ha="left", va="center", fontsize=7.5
+            )
             running += value
+            ends.append(running)
+            ticks.append(-y)
             labels.append(label)
-        n = len(steps)
-        ax.bar(n, running, color=OKABE_ITO["blue"], width=0.65)
-        ax.text(
-            n,
-            max(running, 0),
-            _money(running),
-            ha="center",
-            va="bottom",
-            fontsize=7.5,
-            fontweight="bold",
-        )
-        labels.append(total_label)
-        ax.axhline(0, color="#444444", linewidth=0.8)
-        ax.set_xticks(
-            range(n + 1),
-            [_wrap(lbl, 18) for lbl in labels],
-            fontsize=7.5,
-            rotation=35,
-            ha="right",
-            rotation_mode="anchor",
-        )
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _money(v)))
-        ax.grid(axis="x", visible=False)
+            y += 1
+        total_bar(running, total_label, "blue")
+        ax.axvline(0, color="#444444", linewidth=0.8)
+        ax.set_yticks(ticks, labels, fontsize=8)
+        lo, hi = min(ends), max(ends)
+        pad = (hi - lo) * 0.16 or 1.0
+        ax.set_xlim(lo - (pad * 0.5 if lo < 0 else 0), hi + pad)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _money(v)))
+        ax.grid(axis="y", visible=False)
         ax.set_title(title)
         return _svg(fig, name)
 
@@ -415,19 +449,7 @@ def _money(v: float) -> str:
     a = abs(v)
     sign = "−" if v < 0 else ""
     if a >= 1e6:
-        return f"{sign}${a / 1e6:,.2f}M"
+        return f"{sign}${a / 1e6:,.0f}M" if a % 1e6 == 0 else f"{sign}${a / 1e6:,.2f}M"
     if a >= 1e3:
         return f"{sign}${a / 1e3:,.0f}k"
     return f"{sign}${a:,.0f}"
-
-
-def _wrap(label: str, width: int = 14) -> str:
-    words, lines, cur = label.split(), [], ""
-    for w in words:
-        if cur and len(cur) + len(w) + 1 > width:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = f"{cur} {w}".strip()
-    lines.append(cur)
-    return "\n".join(lines)

@@ -14,6 +14,7 @@ import jinja2
 
 from pipelines.config import DASHBOARDS_DIR
 from pipelines.lib.report import sections as S
+from pipelines.lib.report.charts import _money as money
 from pipelines.lib.report.data import Marts, last_data_month, load_marts
 from pipelines.lib.report.quarters import Quarter, latest_complete_quarter_for
 
@@ -32,12 +33,19 @@ GLOSSARY = [
         "Holds at least one certification that is active on the date: issued on or "
         "before it and not yet expired (or with no expiry).",
     ),
-    ("Coverage", "Certified engineers ÷ engineers, measured at month end."),
     (
-        "Meets role requirements (compliance)",
-        "Holds every certification the team template "
-        "requires for the person's role at the cluster's current fleet size (small 10–100 GPUs, "
-        "medium 100–1,000, large 1,000+) ÷ engineers.",
+        "Holds ≥1 active certification",
+        "Engineers holding at least one active certification ÷ engineers, at month end.",
+    ),
+    (
+        "Coverage of required certifications (meets role requirements)",
+        "Engineers holding every certification the team template requires for their role at "
+        "their cluster's current fleet size (small 10–100 GPUs, medium 100–1,000, large "
+        "1,000+) ÷ engineers, at month end. The headline coverage figure.",
+    ),
+    (
+        "Gap",
+        "An engineer missing at least one certification their role requires.",
     ),
     (
         "Target",
@@ -49,7 +57,8 @@ GLOSSARY = [
         "Turnover rate",
         "Separations ÷ average headcount of the period (SHRM). The 12-month rate "
         "uses the separations of the last four quarters over their mean average headcount. "
-        "Intervals: Wilson score, 95 %.",
+        "Certified / not certified: status at the start of each quarter. Intervals: Wilson "
+        "score, 95 %.",
     ),
     (
         "Incident rate",
@@ -60,6 +69,16 @@ GLOSSARY = [
         "MTTR",
         "Minutes from opening to resolution; median (Four Keys) and mean (PagerDuty). "
         "Unresolved incidents are excluded.",
+    ),
+    (
+        "Certification status (incidents)",
+        "Per engineer-month: certified (holds an active certification), not yet certified "
+        "(certifies later in the data), never certified, lapsed (held one that has expired).",
+    ),
+    (
+        "95 % CI",
+        "Confidence interval: the range of values compatible with the data at the 95 % level; "
+        "an interval for a ratio that includes 1 means no difference cannot be ruled out.",
     ),
     (
         "Rate ratio / hazard ratio",
@@ -76,11 +95,31 @@ GLOSSARY = [
         "Rate ratio in each month relative to certification, against month −1, with "
         "its 95 % interval band; flat months before certification support the comparison.",
     ),
+    (
+        "Pre-trend test",
+        "Joint Wald test that the event-study ratios for months −12 to −2 all equal 1. A "
+        "p-value below 0.05 means incident rates already differed before certification, so "
+        "the adjusted estimate may partly reflect who certifies.",
+    ),
     ("Training spend", "Amounts charged for courses and exams after discounts, by quarter."),
     (
-        "ROI",
-        "(Annual return − investment) ÷ investment (net), as computed by the ROI model "
-        "from stated assumptions; the tornado shows how it moves when each assumption moves.",
+        "Net ROI",
+        "(Return − investment) ÷ investment over the data window, from the ROI model "
+        "(marts.roi_summary), rounded down to the whole percent; the gross return multiple is "
+        "return ÷ investment. The tornado shows the net ROI with each assumption at its low "
+        "and high value (marts.roi_sensitivity).",
+    ),
+    (
+        "Stated values",
+        "Returns priced from the assumptions file rather than measured: efficiency "
+        "improvements (share of fleet cost) and faster deployment (value per GPU-year), both "
+        "per GPU-year of the certified share of the fleet. Measured returns: less downtime "
+        "(from incident downtime and the adjusted effects) and contractor cost avoided.",
+    ),
+    (
+        "In template band",
+        "Engineers whose skill level lies in the level band the template sets for their role "
+        "÷ engineers.",
     ),
     (
         "Template",
@@ -88,9 +127,10 @@ GLOSSARY = [
         "band per role.",
     ),
     (
-        "<N (hidden)",
-        "A figure about fewer than N people, or a second figure hidden so the first "
-        "cannot be recovered from the totals.",
+        "<5 (hidden)",
+        "The figures of a group (team, role, level, programme or status) of fewer than 5 "
+        "engineers, or of a second group hidden so that the first cannot be recovered from the "
+        "totals.",
     ),
 ]
 
@@ -129,78 +169,91 @@ def headlines(q: Quarter, secs: dict[str, dict[str, Any]]) -> list[str]:
     out: list[str] = []
     c = secs["coverage"]["facts"]
     if c.get("compliance") is not None:
+        short = (c["target"] - c["compliance"]) * 100
+        gap = (
+            f"{short:.1f} points below the {S.pct(c['target'])} target"
+            if short > 0
+            else f"at or above the {S.pct(c['target'])} target"
+        )
         if c.get("compliance_prev") is not None:
             verb = (
                 "rose"
                 if c["compliance"] > c["compliance_prev"]
                 else ("fell" if c["compliance"] < c["compliance_prev"] else "held")
             )
-            out.append(
-                f"Coverage of required certifications {verb} from {S.pct(c['compliance_prev'])} "
-                f"to {S.pct(c['compliance'])} this quarter (target {S.pct(c['target'])})."
+            first = (
+                f"Coverage of required certifications {verb} from "
+                f"{S.pct(c['compliance_prev'], 1)} to {S.pct(c['compliance'], 1)} this quarter"
             )
         else:
-            out.append(
-                f"{S.pct(c['compliance'])} of engineers hold every certification their role "
-                f"requires (target {S.pct(c['target'])})."
-            )
+            first = f"Coverage of required certifications is {S.pct(c['compliance'], 1)}"
+        out.append(
+            f"{first}, {gap} ({S.num(c['compliant_headcount'])} of {S.num(c['headcount'])} "
+            "engineers hold every certification their role requires)."
+        )
         if c.get("coverage") is not None:
-            out.append(
-                f"{S.pct(c['coverage'])} of {S.num(c['headcount'])} engineers hold at least "
-                "one active certification."
-            )
+            txt = f"{S.pct(c['coverage'], 1)} hold at least one active certification"
+            if c.get("coverage_prev") is not None:
+                txt += f" ({S.pct(c['coverage_prev'], 1)} in {q.previous().label})"
+            out.append(txt + ".")
     g = secs["gaps"]["facts"]
     if g.get("gap_people") is not None:
-        out.append(
-            f"{S.num(g['gap_people'])} engineers still lack a certification their role requires."
+        txt = (
+            f"{S.num(g['gap_people'])} engineers lack at least one certification their role "
+            "requires"
         )
+        if g.get("largest_gaps"):
+            txt += "; the largest gaps: " + ", ".join(
+                f"{role} ({S.num(n)} of {S.num(h)})" for role, n, h in g["largest_gaps"]
+            )
+        out.append(txt + ".")
     e = secs["expiring"]["facts"]
     if e.get("expiring") is not None:
         out.append(
-            f"{S.num(e['expiring'])} certifications expire in {q.next().label} unless renewed."
+            f"{S.num(e['expiring'])} active certifications expire in {q.next().label} unless "
+            "renewed."
         )
     a = secs["attrition"]["facts"]
     if a.get("all"):
-        txt = f"Twelve-month attrition is {S.pct(a['all']['t12m'][0], 1)}"
-        if a.get("certified"):
-            others = next((v for k, v in a.items() if k not in ("all", "certified")), None)
-            if others:
-                txt += (
-                    f": {S.pct(a['certified']['t12m'][0], 1)} for certified engineers vs "
-                    f"{S.pct(others['t12m'][0], 1)} for the others"
-                )
+        t = a["all"]["t12m"]
+        txt = f"Twelve-month attrition {S.pct(t[0], 1)} (95 % CI {t[1] * 100:.1f}–{t[2] * 100:.1f})"
+        others = next((v for k, v in a.items() if k not in ("all", "certified")), None)
+        if a.get("certified") and others:
+            ct, ot = a["certified"]["t12m"], others["t12m"]
+            txt += (
+                f": certified {S.pct(ct[0], 1)} ({ct[1] * 100:.1f}–{ct[2] * 100:.1f}) vs not "
+                f"certified {S.pct(ot[0], 1)} ({ot[1] * 100:.1f}–{ot[2] * 100:.1f})"
+            )
+            if ct[1] <= ot[2] and ot[1] <= ct[2]:
+                txt += "; the intervals overlap, so the raw gap alone is not conclusive"
         out.append(txt + ".")
     effects = secs["incidents"]["facts"].get("effects", {})
-    for metric in sorted(
-        effects,
-        key=lambda m: (
-            m not in S.EFFECT_WORDS,
-            list(S.EFFECT_WORDS).index(m) if m in S.EFFECT_WORDS else 0,
-            m,
-        ),
-    ):
-        est, lo, hi, _naive = effects[metric]
-        unsure = (
-            ""
-            if (hi < 1 or lo > 1)
-            else "; the interval includes no change, so this is not yet conclusive"
-        )
-        out.append(
-            f"{S.EFFECT_WORDS.get(metric, (S.nice(metric),))[0]}: certification is associated "
-            f"with {S.effect_phrase(metric, est)} after adjustment (95 % CI {lo:.2f}–{hi:.2f}{unsure})."
-        )
+    for metric in S.ordered_effects(effects):
+        out.append(S.effect_sentence(metric, *effects[metric]))
     r = secs["roi"]["facts"]
     if r.get("spend") is not None:
-        out.append(
-            f"Training and exam spend was {S.usd(r['spend'])} this quarter, "
-            f"{S.usd(r['spend_12m'])} over 12 months."
-        )
+        txt = f"Training and exam spend was {S.usd(r['spend'])} in {q.label}"
+        if r.get("spend_prev"):
+            d = (r["spend"] - r["spend_prev"]) / r["spend_prev"] * 100
+            txt += f" ({d:+.0f} % on {q.previous().label})".replace("-", "−", 1)
+        out.append(txt + f", {S.usd(r['spend_12m'])} over the last 12 months.")
     if r.get("roi_investment"):
-        out.append(
-            f"Over the data window the ROI model puts the net return at {S.usd(r['roi_net'])} "
-            f"on {S.usd(r['roi_investment'])} invested (net ROI "
-            f"{S.floor_percent(r.get('roi_net_ratio'))}, from stated assumptions)."
+        window = f" over {r['roi_window']}" if r.get("roi_window") else ""
+        txt = (
+            f"Net ROI {S.floor_percent(r.get('roi_net_ratio'))}{window} "
+            f"({money(r['roi_net'])} net on {money(r['roi_investment'])} invested)"
         )
+        if r.get("roi_stated"):
+            measured = r.get("roi_net_ratio_measured")
+            txt += (
+                f", but {money(r['roi_stated'])} of the return is "
+                f"{' and '.join(r.get('roi_stated_labels') or ['stated values'])} priced per "
+                "GPU from stated assumptions, not measured. On measured returns alone "
+                f"({money(r['roi_measured'])}) the net ROI is {S.floor_percent(measured)}"
+            )
+            if measured is not None and measured < 0:
+                txt += ": they do not yet cover the investment"
+        out.append(txt + ".")
     return out
 
 
@@ -212,6 +265,18 @@ def changes_section(q: Quarter, marts: Marts, secs: dict[str, dict[str, Any]]) -
         _change("Meet all role requirements", c.get("compliance"), c.get("compliance_prev"), "pct"),
         _change("Training and exam spend", r.get("spend"), r.get("spend_prev"), "usd"),
     ]
+    cov = marts.get("certification_coverage")
+    if cov is not None:
+        allc = cov[cov["segment_type"] == "all"].set_index("month")
+        if q.last_month in allc.index and q.previous().last_month in allc.index:
+            rows.append(
+                _change(
+                    "Certifications expiring in the next 90 days",
+                    float(allc.loc[q.last_month, "expiring_next_90d"]),
+                    float(allc.loc[q.previous().last_month, "expiring_next_90d"]),
+                    "num",
+                )
+            )
     att = marts.get("attrition")
     if att is not None:
         a = att[(att["period_type"] == "quarter") & (att["segment_type"] == "all")].set_index(
@@ -293,7 +358,12 @@ def build_context(
         "generated": datetime.now(UTC).strftime("%d %B %Y, %H:%M UTC"),
         "headlines": headlines(q, secs),
         "sections": ordered,
-        "glossary": GLOSSARY,
+        "glossary": [
+            (term.replace("<5", f"<{thr}"), text.replace("5 engineers", f"{thr} engineers"))
+            if term.startswith("<5")
+            else (term, text)
+            for term, text in GLOSSARY
+        ],
         "min_group_size": thr,
         "css": (STATIC_DIR / "report.css").read_text(encoding="utf-8"),
     }

@@ -10,8 +10,9 @@ makes a section say so instead of failing the whole report. Every group figure p
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 import pandas as pd
@@ -161,6 +162,8 @@ def coverage_section(marts: Marts, q: Quarter, thr: int, target: float) -> Secti
     attempts, passes = float(qrows["exam_attempts"].sum()), float(qrows["exam_passes"].sum())
     facts = {
         "headcount": float(cur["headcount"]),
+        "compliant_headcount": float(cur["fully_compliant_headcount"]),
+        "certified_headcount": float(cur["certified_headcount"]),
         "coverage": cur_cov,
         "compliance": cur_comp,
         "coverage_prev": fraction(prev["coverage_share"]) if prev is not None else None,
@@ -310,7 +313,17 @@ def gaps_section(marts: Marts, q: Quarter, thr: int) -> Section:
             )
         ],
         "notes": [],
-        "facts": {"gap_people": tot_h - tot_c},
+        "facts": {
+            "gap_people": tot_h - tot_c,
+            "headcount": tot_h,
+            "largest_gaps": [
+                (nice(r.role_family), float(r.headcount - r.compliant), float(r.headcount))
+                for r in g.assign(gap=g["headcount"] - g["compliant"])
+                .sort_values(["gap", "role_family"], ascending=[False, True])
+                .itertuples()
+                if not mask[r.role_family] and r.headcount - r.compliant > 0
+            ][:3],
+        },
     }
 
 
@@ -344,9 +357,20 @@ def expiring_section(marts: Marts, q: Quarter, thr: int) -> Section:
         title=f"Active certifications expiring in the 90 days after {q.end:%d %b %Y}",
         xlabel="certifications",
     )
+    visible = sorted(
+        (
+            (float(r.expiring_next_90d), str(r.segment_value))
+            for r in teams.itertuples()
+            if not mask[r.segment_value] and r.expiring_next_90d > 0
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )
+    most = [f"{t} ({num(n)})" for n, t in visible if n == visible[0][0]] if visible else []
     lead = (
-        f"{num(total)} active certifications expire in the 90 days after the quarter ends "
-        "unless renewed; plan renewal exams and budget now."
+        f"{num(total)} active certifications expire between {q.end + timedelta(days=1):%d %b} "
+        f"and {q.end + timedelta(days=90):%d %b %Y} unless renewed"
+        + (f"; most in {', '.join(most)}" if most else "")
+        + ". Plan the renewal exams and their budget now."
     )
     return {
         "id": sid,
@@ -515,6 +539,91 @@ EFFECT_WORDS = {
 }
 
 
+# outcome label, what is measured, words for a ratio below / above 1
+EFFECT_TEXT = {
+    "incident_rate_ratio": ("Incidents", "incidents per engineer-month", "fewer", "more"),
+    "mttr_ratio": ("Time to restore (MTTR)", "time to restore", "shorter", "longer"),
+    "attrition_hazard_ratio": (
+        "Voluntary attrition",
+        "monthly rate of leaving voluntarily",
+        "lower",
+        "higher",
+    ),
+}
+NAIVE_KIND = {
+    "incident_rate_ratio": "plain before/after",
+    "mttr_ratio": "plain before/after",
+    "attrition_hazard_ratio": "ever- vs never-certified",
+}
+
+STATUS_LABELS = {  # incident_rates.certification_status, in reading order
+    "certified": "Certified (active)",
+    "not_yet_certified": "Not yet certified (certify later)",
+    "never_certified": "Never certified",
+    "lapsed": "Lapsed (certification expired)",
+    "all": "All engineers",
+}
+
+
+def status_label(code: object) -> str:
+    return STATUS_LABELS.get(str(code), nice(code))
+
+
+def _ratio_words(ratio: float, down: str, up: str) -> str:
+    return f"{abs(ratio - 1) * 100:.0f} % {down if ratio < 1 else up}"
+
+
+def pretrend(caveats: object) -> tuple[str, bool] | None:
+    """The event study's pre-trend p-value quoted in the caveats, and whether it warns."""
+    m = re.search(r"Pre-trend check[^:]*:\s*p\s*=\s*([0-9.]+)", str(caveats or ""))
+    if not m:
+        return None
+    return m.group(1).rstrip("."), "WARNING" in str(caveats)
+
+
+def effect_sentence(
+    metric: str,
+    est: float,
+    lo: float,
+    hi: float,
+    naive: float | None,
+    caveats: object = None,
+) -> str:
+    """One plain sentence: the adjusted change in percent with its interval, the naive figure
+    beside it and, for incidents, the pre-trend test result."""
+    label, what, down, up = EFFECT_TEXT.get(
+        metric, (nice(metric), nice(metric).lower(), "lower", "higher")
+    )
+    if hi < 1:
+        span = f"95 % CI {(1 - hi) * 100:.0f}–{(1 - lo) * 100:.0f} % {down}"
+    elif lo > 1:
+        span = f"95 % CI {(lo - 1) * 100:.0f}–{(hi - 1) * 100:.0f} % {up}"
+    else:
+        span = (
+            f"95 % CI from {(1 - lo) * 100:.0f} % {down} to {(hi - 1) * 100:.0f} % {up}, "
+            "so not yet conclusive"
+        )
+    text = (
+        f"{label}: {_ratio_words(est, down, up)} {what} while certified, after adjustment "
+        f"(ratio {est:.2f}; {span})"
+    )
+    if naive is not None:
+        text += (
+            f"; the naive ({NAIVE_KIND.get(metric, 'unadjusted')}) comparison says "
+            f"{_ratio_words(naive, down, up)} ({naive:.2f})"
+        )
+    pt = pretrend(caveats)
+    if pt is not None:
+        p, warns = pt
+        text += (
+            f". Pre-trend test p = {p}: rates already differed before certifying, so part of "
+            "this may reflect who certifies"
+            if warns
+            else f". Pre-trend test p = {p}: no sign of a difference before certifying"
+        )
+    return text + "."
+
+
 def effect_phrase(metric: str, estimate: float) -> str:
     """`0.70` → "30 % lower incidents per engineer-month"."""
     what = EFFECT_WORDS.get(metric, (nice(metric), nice(metric).lower()))[1]
@@ -578,6 +687,7 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> Section:
                 float(r.ci_low),
                 float(r.ci_high),
                 float(r.naive_estimate) if r.naive_estimate == r.naive_estimate else None,
+                str(r.caveats or ""),
             )
             if r.caveats:
                 notes.append(f"{label}: {r.caveats}")
@@ -604,7 +714,10 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> Section:
             scope = "whole observation window"
         else:
             scope = q.label
-        st = st.sort_values("certification_status")
+        order = {k: i for i, k in enumerate(STATUS_LABELS)}
+        st = st.assign(_o=st["certification_status"].map(lambda v: order.get(v, 99))).sort_values(
+            ["_o", "certification_status"]
+        )
         groups = st[st["certification_status"] != "all"]
         mask = suppression_mask(
             dict(zip(groups["certification_status"], groups["engineers"], strict=True)), thr
@@ -615,7 +728,7 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> Section:
             rate = poisson_rate_interval(r.incidents, r.engineer_months, per=100)
             rows.append(
                 [
-                    nice(r.certification_status),
+                    status_label(r.certification_status),
                     shown(r.engineers, h, thr),
                     shown(r.engineer_months, h, thr),
                     shown(r.incidents, h, thr),
@@ -624,7 +737,7 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> Section:
                     mask_label(thr) if h else num(r.mttr_mean_minutes),
                 ]
             )
-            labels.append(nice(r.certification_status))
+            labels.append(status_label(r.certification_status))
             points.append(None if h or math.isnan(rate[0]) else rate)
             if r.certification_status == "all" and not h:
                 facts["rate_all"] = rate[0]
@@ -652,6 +765,12 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> Section:
                 rows,
                 key="incident-status",
             )
+        )
+        notes.append(
+            "Statuses are per engineer-month: an engineer whose status changed during the "
+            "period counts once in each status held, so engineers add up to more than the "
+            "total while engineer-months and incidents add up. Lapsed: held a certification "
+            "that has since expired; not yet certified: certifies later in the data."
         )
         ev = ir[ir["breakdown"] == "event_time"]
         if not ev.empty:
@@ -717,19 +836,19 @@ CAVEAT = (
 
 
 def _effect_lead(effects: dict[str, tuple]) -> str:
-    parts = []
-    for metric, (est, lo, hi, naive) in effects.items():
-        sure = "" if (hi < 1 or lo > 1) else " (the interval includes no change)"
-        txt = f"{effect_phrase(metric, est)} (95 % CI {lo:.2f}–{hi:.2f}){sure}"
-        if naive is not None:
-            txt += f"; the naive comparison suggests {naive:.2f}"
-        parts.append(txt)
+    parts = [effect_sentence(metric, *effects[metric][:4]) for metric in ordered_effects(effects)]
     if not parts:
         return (
             "Adjusted effect estimates are not available (certification_effect is not in the "
             "published warehouse); the figures below are plain, unadjusted comparisons."
         )
-    return "After adjustment, certification is associated with " + "; ".join(parts) + "."
+    return " ".join(parts) + " Associations, not proof of cause: see the caveat below."
+
+
+def ordered_effects(effects: dict[str, Any]) -> list[str]:
+    """Incidents, time to restore, then attrition; unknown metrics last by name."""
+    known = list(EFFECT_TEXT)
+    return sorted(effects, key=lambda m: (m not in known, known.index(m) if m in known else 0, m))
 
 
 # --- training spend and ROI --------------------------------------------------------------
@@ -788,6 +907,7 @@ def roi_section(marts: Marts, q: Quarter, thr: int) -> Section:
                     labels=labels,
                     title=f"Training spend by programme type, {q.label}",
                     xlabel="USD charged after discounts",
+                    money=True,
                 )
             )
             tables.append(
@@ -818,6 +938,7 @@ def roi_section(marts: Marts, q: Quarter, thr: int) -> Section:
                 f"({usd(facts['spend_12m'])} over the last 12 months)."
             )
     roi_parts = _roi_parts(marts, q)
+    lead = " ".join([lead, *roi_parts["lead"]]).strip()
     out_charts += roi_parts["charts"]
     tables += roi_parts["tables"]
     notes += roi_parts["notes"]
@@ -838,19 +959,24 @@ def roi_section(marts: Marts, q: Quarter, thr: int) -> Section:
     }
 
 
+# Returns priced from stated per-GPU values in the assumptions file, not measured from the data
+# (pipelines/lib/roi/README.md): they dominate the total, so the report shows ROI without them.
+STATED_RETURNS = ("efficiency", "faster_deployment")
+
+
 def floor_percent(ratio: float | None) -> str:
     """ROI ratios print as whole percent rounded down, as the ROI module documents
     (3.655 → 365 %)."""
     if ratio is None or ratio != ratio:
         return "–"
-    return f"{math.floor(ratio * 100 + 1e-9):,} %"
+    return f"{math.floor(ratio * 100 + 1e-9):,} %".replace("-", "−")
 
 
 def _roi_parts(marts: Marts, q: Quarter) -> dict[str, Any]:
     """Waterfall and totals from `roi_summary`, the quarter from `roi_by_period`, the tornado
     from `roi_sensitivity` (columns as in pipelines/lib/roi/README.md). A missing table or
     column is reported in words instead of failing the report."""
-    parts: dict[str, Any] = {"charts": [], "tables": [], "notes": [], "facts": {}}
+    parts: dict[str, Any] = {"charts": [], "tables": [], "notes": [], "facts": {}, "lead": []}
     summ, by_period, sens = (
         marts.get("roi_summary"),
         marts.get("roi_by_period"),
@@ -880,27 +1006,82 @@ def _roi_parts(marts: Marts, q: Quarter) -> dict[str, Any]:
         s = summ.dropna(subset=["amount_usd"])
         inv = s[s["category"].str.lower() == "investment"]
         ret = s[s["category"].str.lower() == "return"]
+        is_stated = (
+            ret["item"].astype(str).isin(STATED_RETURNS)
+            if "item" in ret.columns
+            else pd.Series(False, index=ret.index)
+        )
+        measured, stated = ret[~is_stated], ret[is_stated]
         steps = [(str(r[name]), -float(r["amount_usd"])) for _, r in inv.iterrows()]
-        steps += [(str(r[name]), float(r["amount_usd"])) for _, r in ret.iterrows()]
+        steps += [(str(r[name]), float(r["amount_usd"])) for _, r in measured.iterrows()]
         steps = [st for st in steps if abs(st[1]) >= 0.005]
+        stated_steps = [
+            (str(r[name]), float(r["amount_usd"]))
+            for _, r in stated.iterrows()
+            if abs(float(r["amount_usd"])) >= 0.005
+        ]
         invested, returned = float(inv["amount_usd"].sum()), float(ret["amount_usd"].sum())
+        measured_ret = float(measured["amount_usd"].sum())
         window = ""
         if {"period_start", "period_end"} <= set(s.columns) and len(s):
             window = f", {pd.Timestamp(s['period_start'].min()):%b %Y} – {pd.Timestamp(s['period_end'].max()):%b %Y}"
+        without = "net without stated values" if stated_steps else "net return"
         if steps:
             parts["charts"].append(
                 charts.waterfall_chart(
                     "roi-waterfall",
                     steps,
-                    title=f"Investment and return over the data window{window}",
-                    total_label="net return",
+                    title=f"Investment and measured return{window}",
+                    total_label=without,
+                )
+            )
+        if stated_steps:
+            parts["charts"].append(
+                charts.waterfall_chart(
+                    "roi-waterfall-stated",
+                    stated_steps,
+                    title="Adding the stated per-GPU values (assumptions, not measured)",
+                    total_label="net return, all items",
+                    start=(without, measured_ret - invested),
                 )
             )
         net_roi = (returned - invested) / invested if invested else None
         gross = returned / invested if invested else None
+        net_measured = (measured_ret - invested) / invested if invested else None
         parts["facts"].update(
-            roi_net=returned - invested, roi_investment=invested, roi_net_ratio=net_roi
+            roi_net=returned - invested,
+            roi_investment=invested,
+            roi_net_ratio=net_roi,
+            roi_window=window.lstrip(", "),
+            roi_stated=float(stated["amount_usd"].sum()),
+            roi_stated_labels=[str(r[name]).lower() for _, r in stated.iterrows()],
+            roi_measured=measured_ret,
+            roi_net_ratio_measured=net_measured,
         )
+        if len(stated):
+            parts["tables"].append(
+                table(
+                    "ROI with and without the stated per-GPU values",
+                    ["Returns counted", "Return", "Investment", "Net", "Net ROI"],
+                    [
+                        [
+                            "All items (model as configured)",
+                            usd(returned),
+                            usd(invested),
+                            usd(returned - invested),
+                            floor_percent(net_roi),
+                        ],
+                        [
+                            "Without efficiency and faster deployment (measured items only)",
+                            usd(measured_ret),
+                            usd(invested),
+                            usd(measured_ret - invested),
+                            floor_percent(net_measured),
+                        ],
+                    ],
+                    key="roi-stated",
+                )
+            )
         rows = [[nice(r["category"]), str(r[name]), usd(r["amount_usd"])] for _, r in s.iterrows()]
         parts["tables"].append(
             table(
@@ -915,12 +1096,17 @@ def _roi_parts(marts: Marts, q: Quarter) -> dict[str, Any]:
                 key="roi-summary",
             )
         )
-        parts["notes"].append(
+        text = (
             f"Net ROI over the window: {floor_percent(net_roi)} ((return − investment) ÷ "
-            f"investment); gross return multiple: {floor_percent(gross)} (return ÷ investment). "
-            "Efficiency and faster-deployment returns are stated values from the assumptions "
-            "file, not measurements; read the ROI with and without them."
+            f"investment); gross return multiple: {floor_percent(gross)} (return ÷ investment)."
         )
+        if len(stated):
+            text += (
+                " Efficiency and faster deployment are stated per-GPU values from the "
+                "assumptions file, not measurements; without them the net ROI is "
+                f"{floor_percent(net_measured)}."
+            )
+        parts["lead"].append(text)
     if by_period is not None and {
         "period_type",
         "period_start",
@@ -958,6 +1144,13 @@ def _roi_parts(marts: Marts, q: Quarter) -> dict[str, Any]:
             for _, r in sens.dropna(subset=["roi_at_low", "roi_at_high"]).iterrows()
         ]
         if rows:
+            wide = max(rows, key=lambda r: abs(r[2] - r[1]))
+            parts["facts"]["roi_widest"] = wide
+            parts["lead"].append(
+                f"The most uncertain assumption ({wide[0]}) alone moves the net ROI "
+                f"between {floor_percent(min(wide[1], wide[2]))} and "
+                f"{floor_percent(max(wide[1], wide[2]))}."
+            )
             parts["charts"].append(
                 charts.tornado_chart(
                     "roi-tornado",
@@ -988,6 +1181,51 @@ LEVELS = {
     4: "4 Expert",
     5: "5 Architect",
 }
+
+
+def _level_band_table(tc: pd.DataFrame, thr: int, when: str) -> dict[str, Any]:
+    """Per role: the level band the template sets and the share of engineers inside it. Level
+    counts per role are not printed: with the role totals they would give away groups smaller
+    than the minimum size; the level mix chart shows the levels of all engineers together."""
+    rows = []
+    g = tc.groupby("role_family")
+    sizes = {str(r): float(part["headcount"].sum()) for r, part in g}
+    hidden = suppression_mask(sizes, thr)
+    for r, part in g:
+        pairs = sorted(
+            {
+                (int(a), int(b))
+                for a, b in zip(part["level_min"], part["level_max"], strict=True)
+                if a == a and b == b
+            }
+        )
+        band = " or ".join(f"{a}–{b}" if a != b else str(a) for a, b in pairs) or "–"
+        hc = sizes[str(r)]
+        share = float(part["headcount_in_level_band"].sum()) / hc if hc else None
+        h = hidden[str(r)]
+        rows.append(
+            [
+                nice(r),
+                band,
+                num(part["template_headcount"].sum()),
+                shown(hc, h, thr),
+                mask_label(thr) if h else pct(share),
+            ]
+        )
+    hc_all = float(tc["headcount"].sum())
+    return table(
+        f"Roles against the template, {when}",
+        ["Role", "Template levels", "Template headcount", "Engineers", "In template band"],
+        rows,
+        total=[
+            "All roles",
+            "",
+            num(tc["template_headcount"].sum()),
+            num(hc_all),
+            pct(float(tc["headcount_in_level_band"].sum()) / hc_all if hc_all else None),
+        ],
+        key="level-band",
+    )
 
 
 def composition_section(marts: Marts, q: Quarter, thr: int) -> Section:
@@ -1069,7 +1307,20 @@ def composition_section(marts: Marts, q: Quarter, thr: int) -> Section:
                 key="composition-teams",
             )
         )
-        facts.update(headcount=float(t["headcount"].sum()), template=float(t["template"].sum()))
+        facts.update(
+            headcount=float(t["headcount"].sum()),
+            template=float(t["template"].sum()),
+            in_band=float(t["in_band"].sum()) / float(t["headcount"].sum())
+            if float(t["headcount"].sum())
+            else None,
+            short=[
+                (str(r.team), float(r.headcount - r.template))
+                for r in t.assign(d=t["headcount"] - t["template"])
+                .sort_values(["d", "team"])
+                .itertuples()
+                if not mask[r.team] and r.headcount < r.template
+            ],
+        )
     if lm is not None and not lm[lm["month"] == q.last_month].empty:
         cur = lm[lm["month"] == q.last_month].groupby("skill_level")["headcount"].sum()
         levels = sorted(int(v) for v in cur.index)
@@ -1096,15 +1347,23 @@ def composition_section(marts: Marts, q: Quarter, thr: int) -> Section:
         tables.append(
             table(
                 f"Engineers by skill level, {month_label(q.last_month)}",
-                ["Level", "Engineers"],
+                ["Level", "Engineers", "Share"],
                 [
-                    [n, shown(cur.loc[lv], mask[lv], thr)]
+                    [
+                        n,
+                        shown(cur.loc[lv], mask[lv], thr),
+                        mask_label(thr) if mask[lv] else pct(float(cur.loc[lv]) / total),
+                    ]
                     for n, lv in zip(names, levels, strict=True)
                 ],
-                total=["All levels", num(total)],
+                total=["All levels", num(total), "100 %"],
                 key="level-mix",
             )
         )
+        if tc is not None and not tc[tc["month"] == q.last_month].empty:
+            tables.append(
+                _level_band_table(tc[tc["month"] == q.last_month], thr, month_label(q.last_month))
+            )
     if not out_charts:
         return unavailable(
             sid, title, f"Not available: no composition snapshot for {month_label(q.last_month)}."
@@ -1115,8 +1374,21 @@ def composition_section(marts: Marts, q: Quarter, thr: int) -> Section:
         lead = (
             f"The teams have {num(facts['headcount'])} engineers against a template of "
             f"{num(facts['template'])} for the current fleet sizes "
-            f"({'+' if d >= 0 else '−'}{num(abs(d))})."
+            f"({'+' if d >= 0 else '−'}{num(abs(d))})"
         )
+        if facts.get("in_band") is not None:
+            lead += (
+                f"; {pct(facts['in_band'])} of engineers sit in the level band the template "
+                "sets for their role"
+            )
+        short = facts.get("short") or []
+        if short:
+            worst = min(v for _, v in short)
+            lead += (
+                f". Below template: {len(short)} team{'s' if len(short) != 1 else ''}, most "
+                f"{', '.join(n for n, v in short if v == worst)} ({num(worst)})"
+            )
+        lead += "."
     return {
         "id": sid,
         "title": title,
