@@ -7,6 +7,7 @@ never from the generator's internal state, so they check what the pipeline will 
 
 from __future__ import annotations
 
+import calendar
 import csv
 import json
 import math
@@ -19,6 +20,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pipelines.lib.contracts import EXPORTS, parse_file_name
@@ -147,10 +149,17 @@ def mantel_haenszel_rate_ratio(strata: dict) -> float:
 
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def company_dir(tmp_path_factory) -> Path:
+def generated(tmp_path_factory) -> tuple[Path, list[tuple]]:
     out = tmp_path_factory.mktemp("company")
-    generate_company(out, employees=1500, years=3, end_date=END, seed=7, progress=False, garbage_rows=True)
-    return out
+    log: list[tuple] = []
+    generate_company(out, employees=1500, years=3, end_date=END, seed=7, progress=False, garbage_rows=True,
+                     engineer_month_log=log)
+    return out, log
+
+
+@pytest.fixture(scope="module")
+def company_dir(generated) -> Path:
+    return generated[0]
 
 
 @pytest.fixture(scope="module")
@@ -365,6 +374,40 @@ def test_attrition_hazard_ratio_and_the_immortal_time_bias(company, engineer_day
     assert naive_hi < 0.6, naive  # ever/never credits the pre-certification time to the certified
 
 
+def test_planted_incident_rates_do_not_move_before_a_first_certification(company, generated):
+    """No anticipation in the planted model: the expected incident count of each engineer-month
+    (the planted rate without frailty and Poisson noise, as the generator logs it), analysed
+    with the pipeline's own event study (first certification and status from the LMS file), is
+    flat in the twelve months before the first certification and at the planted ratio after.
+    A preparation-month effect, a status dated before the award, or an award counted from the
+    exam month's first day would all bend the months before or at the first certification."""
+    from pipelines.lib import stats
+
+    start = company.start
+    first = {pid: min(a for a, _ in awards) for pid, awards in company.awards.items() if pid}
+    rows = []
+    for i, t, level, a, b, expected, _ in generated[1]:
+        pid = f"E{i + 1:06d}"
+        month = date(start.year + (start.month - 1 + t) // 12, (start.month - 1 + t) % 12 + 1, 1)
+        last = date.fromordinal(b)
+        hire = max(h for h, _, _ in company.spells[pid] if h <= last)
+        rows.append({
+            "person_key": pid, "month": month, "skill_level": level,
+            "tenure_months": (last - hire).days // 30,
+            "is_certified": company.certified(pid, last),
+            "first_certified_month": first[pid].replace(day=1) if pid in first else None,
+            "incidents": expected, "exposure_months": (b - a + 1) / calendar.monthrange(month.year, month.month)[1],
+            "separated": False, "separation_type": None,
+        })
+    study = stats.event_study(pd.DataFrame(rows)).set_index("relative_month")["estimate"]
+    irr = company.truth["incident_rate_ratio"]
+    before, after = study.loc[-12:-2], study.loc[1:11]
+    assert before.between(0.98, 1.02).all(), before.round(3).to_dict()
+    assert after.between(irr - 0.03, irr + 0.05).all(), after.round(3).to_dict()
+    # certified for part of the month of the first award only (from the exam day on)
+    assert irr + 0.05 < study.loc[0] < 0.95, study.loc[0]
+
+
 def test_contractor_hours_fall_as_the_team_certified_share_rises(company_dir, company, engineer_days):
     template = {"small": 4, "medium": 10, "large": 22}
     gpus = {(r["cluster"], r["as_of_date"][:7]): int(r["gpu_count"])
@@ -393,6 +436,14 @@ def test_contractor_hours_fall_as_the_team_certified_share_rises(company_dir, co
 # ----------------------------------------------------------------------------- behaviour
 def _all_bytes(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_an_award_expiring_on_the_first_of_a_month_lapses_instead_of_stopping_the_generator(tmp_path):
+    # at this size and seed an award expires on the first day of the month in which its renewal
+    # is decided; the renewal day used to be drawn from an empty range (ValueError: low >= high)
+    summary = generate_company(tmp_path, employees=1000, years=4, end_date=END, seed=12,
+                               progress=False, dirt=False)
+    assert summary["exam_attempts"] > 100 and summary["awards"] > 0
 
 
 def test_same_seed_gives_byte_identical_output(tmp_path):

@@ -295,6 +295,29 @@ def test_counting_process_compresses_runs_and_keeps_the_event_at_the_end():
     ]
 
 
+def test_counting_process_intervals_never_overlap_when_the_exit_month_repeats_the_tenure():
+    # hired on the 20th, left on the 10th: tenure measured on the last day worked is 6 in both
+    # the last full month and the exit month; the exit month still covers tenure 7 to 8
+    months = pd.date_range("2024-01-01", periods=3, freq="MS")
+    em = pd.DataFrame(
+        {
+            "person_key": ["a"] * 3,
+            "month": months,
+            "skill_level": [2, 2, 2],
+            "tenure_months": [5, 6, 6],
+            "is_certified": False,
+            "first_certified_month": pd.NaT,
+            "incidents": 0,
+            "exposure_months": [1.0, 1.0, 0.3],
+            "separated": [False, False, True],
+            "separation_type": [None, None, "voluntary"],
+        }
+    )
+    cp = stats.counting_process(stats.prepare_engineer_months(em))
+    got = cp[["start", "stop", "event"]].values.tolist()
+    assert got == [[5.0, 8.0, True]]
+
+
 def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     import dagster as dg
 

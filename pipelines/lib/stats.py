@@ -731,6 +731,25 @@ def certified_at_month_start(d: pd.DataFrame, pid: np.ndarray) -> np.ndarray:
     return np.where(prev_same, lagged, cert & ~first_month)
 
 
+def _consecutive_tenure(d: pd.DataFrame, pid: np.ndarray) -> np.ndarray:
+    """Tenure (months) at the start of each engineer-month, one more per calendar month.
+
+    The panel measures tenure on the last day worked in the month, so the month of an exit in
+    the middle of the month often repeats the previous month's tenure (hired on the 20th, left
+    on the 10th), and a month with fewer days can skip one. Read as they are, such rows give
+    overlapping (start, stop] intervals: the leaver is twice in the risk set and the exit moves
+    a month earlier. Within each run of consecutive months the tenure of the run's first month
+    is carried forward instead."""
+    tenure = d["tenure_months"].to_numpy(dtype=float)
+    t = d["t"].to_numpy(dtype=float)
+    new_run = np.ones(len(d), dtype=bool)
+    if len(d) > 1:
+        new_run[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1] + 1)
+    run = np.cumsum(new_run) - 1
+    first = np.flatnonzero(new_run)
+    return tenure[first][run] + (t - t[first][run])
+
+
 def counting_process(m: pd.DataFrame) -> pd.DataFrame:
     """Long format (id, start, stop, event, certified, skill_level) on the tenure scale.
 
@@ -738,7 +757,7 @@ def counting_process(m: pd.DataFrame) -> pd.DataFrame:
     the Cox fit sees a few rows per engineer instead of one per month."""
     d = m[m["tenure_months"].notna() & m["skill_level"].notna()]
     pid = _person_codes(d["person_key"])
-    start = d["tenure_months"].to_numpy(dtype=float)
+    start = _consecutive_tenure(d, pid)
     stop = start + 1.0
     cert = certified_at_month_start(d, pid)
     level = d["skill_level"].to_numpy()

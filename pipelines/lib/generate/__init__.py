@@ -78,12 +78,15 @@ def generate_company(
     garbage_rows: bool = False,
     model: PlantedModel | None = None,
     overwrite: bool = False,
+    engineer_month_log: list | None = None,
 ) -> dict:
     """Write DIR/{hris,lms,incidents,fleet}/ and DIR/ground_truth.json; return a summary.
 
     ``dirt`` plants the harmless defects every real delivery has (duplicates, a corrected
     re-delivery, blanks, mixed-case e-mails, CRLF, BOMs); ``garbage_rows`` adds two unreadable
-    lines to one incidents file for the quarantine to catch.
+    lines to one incidents file for the quarantine to catch. ``engineer_month_log``, when a
+    list, receives one tuple per infrastructure engineer and month (see
+    ``Simulation.engineer_month_log``): the planted expected incident counts, for tests.
     """
     if employees < 50:
         raise ValueError(f"employees={employees}: use at least 50 so that the company has an infrastructure team")
@@ -104,6 +107,7 @@ def generate_company(
     seeds = np.random.SeedSequence(seed).spawn(2)
     writer = ExportWriter(out, months[0], end_date, daily_from, plan, np.random.default_rng(seeds[1]))
     sim = Simulation(writer, employees, years, end_date, int(seeds[0].generate_state(1)[0]), model, progress)
+    sim.engineer_month_log = engineer_month_log
     extra = sim.run()
 
     p = sim.p

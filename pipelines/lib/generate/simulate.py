@@ -127,6 +127,9 @@ class Simulation:
         self.counters = {"attempt": 0, "enrolment": 0, "incident": 0}
         self.engagement_rates: dict[str, float] = {}
         self.fleet0 = 1.0
+        # tests may set a list here to receive, per engineer and month, (index, month index,
+        # level, first day, last day employed, expected incidents without frailty, incidents)
+        self.engineer_month_log: list[tuple] | None = None
         self._end_of_data = datetime.combine(end, datetime.max.time())
         cumulative = np.cumsum(list(model.severity_probabilities.values())).tolist()
         self._sev_cdf = list(zip(model.severity_probabilities, cumulative, strict=True))
@@ -406,7 +409,9 @@ class Simulation:
                 if ms <= exp <= ms + 60 and (i, code, iss) not in self.renewal_decided:
                     self.renewal_decided.add((i, code, iss))
                     newer = any(c == code and s > iss for c, s, _ in self.awards[i])
-                    if not newer and self.rng.random() < m.renewal_probability:
+                    # an award expiring on the first of the month leaves no day to sit the
+                    # renewal exam before it expires (nor a range to draw one from): it lapses
+                    if not newer and self.rng.random() < m.renewal_probability and exp > ms:
                         day = int(self.rng.integers(max(ms, exp - 45), exp))
                         if day > ms:
                             self.pending_exam[i] = (code, day, 1)
@@ -455,6 +460,9 @@ class Simulation:
                     * p.frailty[i] / dim)
             n_c = int(self.rng.poisson(rate * m.incident_rate_ratio * c_days)) if c_days else 0
             n_u = int(self.rng.poisson(rate * u_days)) if u_days else 0
+            if self.engineer_month_log is not None:
+                expected = rate / p.frailty[i] * (m.incident_rate_ratio * c_days + u_days)
+                self.engineer_month_log.append((i, t, int(p.level[i]), a, b, float(expected), n_c + n_u))
             if not n_c + n_u:
                 continue
             days: list[int] = []
