@@ -4,15 +4,22 @@
 
 1. generates the company (cached in bench/work/ between runs with the same parameters), holding
    back the exports of the last day;
-2. runs the full pipeline (`talent run`) on a fresh warehouse, sampling the RSS of the whole
-   process tree;
-3. adds the held-back day and runs the nightly again (the incremental run);
+2. runs the full pipeline (`talent run`: nightly job, then the quarterly report) on a fresh
+   warehouse, sampling the RSS of the whole process tree;
+3. adds the held-back day and runs the nightly job again (`talent run --skip-report`: the
+   incremental run; the nightly schedule never renders the report);
 4. runs the same dbt models' compiled SQL in one plain DuckDB session (`sql_only_s`), to show
    what orchestration adds;
 5. prints a table and writes bench/results.json.
 
 It measures; it asserts nothing. Targets (2 cores): full run < 5 min, incremental < a quarter of
 the full run, peak RSS < 4 GB, SQL at least half of the full run.
+
+Wall time depends on what else the machine runs, so every run also records the CPU seconds of
+its whole process tree (dbt included) and the load average before and after. Python modules are
+compiled once into a private bytecode cache (bench/work/pycache) before anything is timed, as a
+deployed install has them; otherwise an environment with PYTHONDONTWRITEBYTECODE set would
+recompile Dagster, dbt and Great Expectations in every process of every run.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -88,29 +96,65 @@ class TreeRssSampler:
         self._thread.join()
 
 
-def run_pipeline(sources: Path, warehouse: Path, log: Path) -> dict:
-    """`talent run` in a child process; returns wall time, peak RSS and per-phase seconds."""
+# Imported once before timing so that their bytecode is cached (see the module docstring).
+WARM_IMPORTS = ("pipelines.definitions", "great_expectations", "dbt.cli.main", "polars",
+                "pipelines.lib.stats", "pipelines.lib.report")
+
+
+def child_env(work: Path) -> dict[str, str]:
+    """Environment of every timed child process: a private, persistent bytecode cache."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(work / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("DAGSTER_HOME", None)  # ephemeral instance: the benchmark leaves no run history
+    return env
+
+
+def warm_bytecode(work: Path) -> float:
+    """Import the heavy modules once in a child so that the timed runs start from cached bytecode."""
+    t0 = time.monotonic()
+    code = "import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in WARM_IMPORTS)
+    subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=child_env(work), check=True)
+    return round(time.monotonic() - t0, 1)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_pipeline(
+    sources: Path, warehouse: Path, log: Path, work: Path | None = None, *, report: bool = True
+) -> dict:
+    """`talent run` in a child process: wall time, CPU seconds, peak RSS, per-phase seconds."""
     cmd = [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(sources),
            "--warehouse-dir", str(warehouse)]
-    env = {**os.environ, "TALENT_REPORTS_DIR": str(warehouse / "reports")}
-    env.pop("DAGSTER_HOME", None)  # ephemeral instance: the benchmark leaves no run history
+    if not report:
+        cmd.append("--skip-report")
+    env = {**child_env(work or warehouse.parent), "TALENT_REPORTS_DIR": str(warehouse / "reports")}
+    load_before = os.getloadavg()[0]
+    cpu0 = _children_cpu()
     t0 = time.monotonic()
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
         with TreeRssSampler(proc.pid) as sampler:
             rc = proc.wait()
     wall = time.monotonic() - t0
+    # CPU of the run and every descendant it waited for (dbt, docs): independent of other load
+    cpu = _children_cpu() - cpu0
     if rc != 0:
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"benchmark run failed (exit {rc}); see {log}:\n{tail}")
     phases = dict.fromkeys(PHASES, 0.0)
-    for name in ("last_nightly.json", "last_quarterly_report.json"):
+    for name in ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",):
         record_path = warehouse / "runs" / name
         if record_path.exists():
             for step, seconds in json.loads(record_path.read_text())["step_seconds"].items():
                 phases[phase_of(step)] += seconds
     return {
         "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(sampler.peak / 1e6, 1),
         "phases_s": {k: round(v, 2) for k, v in phases.items()},
     }
@@ -120,8 +164,8 @@ def sql_only_seconds(warehouse: Path) -> float:
     """Run every dbt model's compiled SQL, in dependency order, in one plain DuckDB session."""
     import duckdb
 
-    from pipelines.config import Settings
-    from pipelines.lib.pseudonym import pseudonym
+    from pipelines.config import Settings, pseudonym_key
+    from pipelines.lib.duckdb_plugin import register
 
     env = {**os.environ, "TALENT_WAREHOUSE_DIR": str(warehouse)}
     settings = Settings(**{**Settings.from_env().__dict__, "warehouse_dir": warehouse})
@@ -154,8 +198,7 @@ def sql_only_seconds(warehouse: Path) -> float:
     db.unlink(missing_ok=True)
     con = duckdb.connect(str(db))
     try:
-        con.create_function("pseudonym", lambda v: pseudonym(v), ["VARCHAR"], "VARCHAR",
-                            null_handling="special")
+        register(con, pseudonym_key())  # the same pseudonym() dbt registers
         con.execute(f"attach '{settings.raw_db}' as raw (read_only)")
         # seeds are reference data: copy them from the build file, outside the timing
         con.execute(f"attach '{settings.build_db}' as build (read_only)")
@@ -180,6 +223,20 @@ def sql_only_seconds(warehouse: Path) -> float:
         con.close()
 
 
+def targets(results: dict) -> dict[str, dict]:
+    """The issue's targets, each with the measured figure and whether it was met."""
+    full, inc = results["full_run_s"], results["incremental_run_s"]
+    checks = {
+        "full_run_under_5_min": (full, "< 300 s", full < 300),
+        "incremental_under_quarter_of_full": (round(inc / full, 3), "< 0.25", inc < full / 4),
+        "peak_rss_under_4_gb": (results["peak_rss_mb"], "< 4000 MB", results["peak_rss_mb"] < 4000),
+        "sql_at_least_half_of_full": (
+            round(results["sql_only_s"] / full, 3), ">= 0.5", results["sql_only_s"] >= full / 2
+        ),
+    }
+    return {k: {"measured": m, "target": t, "met": bool(ok)} for k, (m, t, ok) in checks.items()}
+
+
 def _table(results: dict) -> str:
     rows = [("phase", "full run (s)", "one-day nightly (s)")]
     for p in PHASES:
@@ -187,6 +244,10 @@ def _table(results: dict) -> str:
                      f"{results['incremental']['phases_s'][p]:.1f}"))
     rows += [
         ("wall (whole process)", f"{results['full_run_s']:.1f}", f"{results['incremental_run_s']:.1f}"),
+        ("CPU, process tree (s)", f"{results['full']['cpu_s']:.1f}",
+         f"{results['incremental']['cpu_s']:.1f}"),
+        ("load average before run", f"{results['full']['load_average_before']:.1f}",
+         f"{results['incremental']['load_average_before']:.1f}"),
         ("peak RSS, process tree (MB)", f"{results['full']['peak_rss_mb']:.0f}",
          f"{results['incremental']['peak_rss_mb']:.0f}"),
         ("dbt SQL alone, one DuckDB session (s)", f"{results['sql_only_s']:.1f}", ""),
@@ -199,7 +260,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--employees", type=int, default=50_000)
     ap.add_argument("--years", type=int, default=5)
-    ap.add_argument("--end-date", type=date.fromisoformat, default=date(2026, 10, 1),
+    # The last day of a quarter: the generated window then starts on a quarter boundary, like
+    # the bundled sample, and the held-back day is the last day of the data.
+    ap.add_argument("--end-date", type=date.fromisoformat, default=date(2026, 9, 30),
                     help="the held-back 'one more day'")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "work")
@@ -234,16 +297,25 @@ def main(argv: list[str] | None = None) -> dict:
         dest.parent.mkdir(parents=True, exist_ok=True)
         f.replace(dest)
     print(f"held back {len(held)} file(s) of {day} for the incremental run", flush=True)
+    if not held:
+        raise SystemExit(
+            f"no export file of {day} in {sources}: the incremental run would have nothing to "
+            f"load. Delete {work} so that the company is generated again with daily files."
+        )
 
+    print("caching bytecode of the heavy modules ...", flush=True)
+    warm_s = warm_bytecode(work)
     warehouse = work / "warehouse"
     shutil.rmtree(warehouse, ignore_errors=True)
     print("full run ...", flush=True)
-    full = run_pipeline(sources, warehouse, work / "full-run.log")
+    full = run_pipeline(sources, warehouse, work / "full-run.log", work)
     for f in sorted(pending.rglob("*.csv")):
         dest = sources / f.relative_to(pending)
         f.replace(dest)
     print("one-day nightly ...", flush=True)
-    incremental = run_pipeline(sources, warehouse, work / "incremental-run.log")
+    # the nightly job materialises everything but the report (README, Automation); the
+    # quarterly report is its own job, so the one-day nightly does not render it
+    incremental = run_pipeline(sources, warehouse, work / "incremental-run.log", work, report=False)
     print("dbt SQL in one DuckDB session ...", flush=True)
     sql_only = sql_only_seconds(warehouse)
 
@@ -253,16 +325,23 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         "generate_s": generate_s,
+        "bytecode_warmup_s": warm_s,
+        "held_back_files": len(held),
         "full_run_s": full["wall_s"],
         "incremental_run_s": incremental["wall_s"],
+        "full_run_cpu_s": full["cpu_s"],
+        "incremental_run_cpu_s": incremental["cpu_s"],
         "peak_rss_mb": max(full["peak_rss_mb"], incremental["peak_rss_mb"]),
         "sql_only_s": sql_only,
         "full": full,
         "incremental": incremental,
     }
+    results["targets"] = targets(results)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results, indent=2) + "\n")
     print(_table(results))
+    for name, t in results["targets"].items():
+        print(f"{'met ' if t['met'] else 'MISSED'}  {name}: {t['measured']} (target {t['target']})")
     print(f"wrote {args.results}")
     return results
 

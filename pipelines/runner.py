@@ -156,7 +156,12 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "failures": [vars(f) for f in outcome.failures],
         "warnings": [vars(f) for f in outcome.warnings],
     }
-    (runs / f"last_{job_name}.json").write_text(json.dumps(record, indent=2))
+    # Written beside and renamed into place: a run killed while writing leaves the previous
+    # record whole, never a truncated file the next reader cannot parse.
+    target = runs / f"last_{job_name}.json"
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, target)
 
 
 def run_nightly(settings: Settings) -> RunOutcome:

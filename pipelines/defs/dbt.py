@@ -131,16 +131,22 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
     build = dbt.cli(build_args(s), context=context)
     try:
         yield from build.stream()
-    finally:
+    except BaseException:
         # each invocation writes its own target folder; keep target/ from growing every night
         shutil.rmtree(build.target_path, ignore_errors=True)
+        raise
     # --static: one self-contained index.html that opens from disk (the plain site fetches
-    # manifest.json and catalog.json, which browsers refuse over file://)
-    docs = dbt.cli(
-        ["docs", "generate", "--static"], manifest=dbt_project.manifest_path, raise_on_error=False
-    )
-    docs.wait()
+    # manifest.json and catalog.json, which browsers refuse over file://). --no-compile in the
+    # build's target folder: the docs reuse the manifest the build just compiled instead of
+    # compiling every model and test a second time.
     try:
+        docs = dbt.cli(
+            ["docs", "generate", "--static", "--no-compile"],
+            manifest=dbt_project.manifest_path,
+            target_path=build.target_path,
+            raise_on_error=False,
+        )
+        docs.wait()
         if docs.is_successful():
             static = docs.target_path / "static_index.html"
             if static.exists():
@@ -150,7 +156,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
         else:
             context.log.warning("dbt docs generate failed; the warehouse itself was built.")
     finally:
-        shutil.rmtree(docs.target_path, ignore_errors=True)
+        shutil.rmtree(build.target_path, ignore_errors=True)
 
 
 defs = dg.Definitions(
