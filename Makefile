@@ -24,8 +24,11 @@ $(UV):
 	$(PYTHON) -m venv $(CURDIR)/.tools
 	$(CURDIR)/.tools/bin/pip install --quiet uv
 
+# --compile-bytecode: every pipeline run and test worker imports Dagster, dbt and Great
+# Expectations afresh; compiling once here saves that on every start (even where the
+# environment sets PYTHONDONTWRITEBYTECODE).
 .venv/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
 	@touch $@
 
 setup: .venv/.synced
