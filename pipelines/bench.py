@@ -97,8 +97,14 @@ class TreeRssSampler:
 
 
 # Imported once before timing so that their bytecode is cached (see the module docstring).
-WARM_IMPORTS = ("pipelines.definitions", "great_expectations", "dbt.cli.main", "polars",
-                "pipelines.lib.stats", "pipelines.lib.report")
+WARM_IMPORTS = (
+    "pipelines.definitions",
+    "great_expectations",
+    "dbt.cli.main",
+    "polars",
+    "pipelines.lib.stats",
+    "pipelines.lib.report",
+)
 
 
 def child_env(work: Path) -> dict[str, str]:
@@ -126,8 +132,16 @@ def run_pipeline(
     sources: Path, warehouse: Path, log: Path, work: Path | None = None, *, report: bool = True
 ) -> dict:
     """`talent run` in a child process: wall time, CPU seconds, peak RSS, per-phase seconds."""
-    cmd = [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(sources),
-           "--warehouse-dir", str(warehouse)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipelines.cli",
+        "run",
+        "--sources",
+        str(sources),
+        "--warehouse-dir",
+        str(warehouse),
+    ]
     if not report:
         cmd.append("--skip-report")
     env = {**child_env(work or warehouse.parent), "TALENT_REPORTS_DIR": str(warehouse / "reports")}
@@ -145,7 +159,9 @@ def run_pipeline(
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"benchmark run failed (exit {rc}); see {log}:\n{tail}")
     phases = dict.fromkeys(PHASES, 0.0)
-    for name in ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",):
+    for name in (
+        ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",)
+    ):
         record_path = warehouse / "runs" / name
         if record_path.exists():
             for step, seconds in json.loads(record_path.read_text())["step_seconds"].items():
@@ -172,9 +188,22 @@ def sql_only_seconds(warehouse: Path) -> float:
     env.update(settings.dbt_env())
     target = warehouse / "bench-dbt-target"
     subprocess.run(
-        [sys.executable, "-m", "dbt.cli.main", "compile", "--project-dir", str(DBT_PROJECT_DIR),
-         "--profiles-dir", str(DBT_PROJECT_DIR), "--target-path", str(target), "--quiet"],
-        cwd=DBT_PROJECT_DIR, env=env, check=True,
+        [
+            sys.executable,
+            "-m",
+            "dbt.cli.main",
+            "compile",
+            "--project-dir",
+            str(DBT_PROJECT_DIR),
+            "--profiles-dir",
+            str(DBT_PROJECT_DIR),
+            "--target-path",
+            str(target),
+            "--quiet",
+        ],
+        cwd=DBT_PROJECT_DIR,
+        env=env,
+        check=True,
     )
     manifest = json.loads((target / "manifest.json").read_text())
     models = {k: n for k, n in manifest["nodes"].items() if n["resource_type"] == "model"}
@@ -231,7 +260,9 @@ def targets(results: dict) -> dict[str, dict]:
         "incremental_under_quarter_of_full": (round(inc / full, 3), "< 0.25", inc < full / 4),
         "peak_rss_under_4_gb": (results["peak_rss_mb"], "< 4000 MB", results["peak_rss_mb"] < 4000),
         "sql_at_least_half_of_full": (
-            round(results["sql_only_s"] / full, 3), ">= 0.5", results["sql_only_s"] >= full / 2
+            round(results["sql_only_s"] / full, 3),
+            ">= 0.5",
+            results["sql_only_s"] >= full / 2,
         ),
     }
     return {k: {"measured": m, "target": t, "met": bool(ok)} for k, (m, t, ok) in checks.items()}
@@ -240,16 +271,34 @@ def targets(results: dict) -> dict[str, dict]:
 def _table(results: dict) -> str:
     rows = [("phase", "full run (s)", "one-day nightly (s)")]
     for p in PHASES:
-        rows.append((p, f"{results['full']['phases_s'][p]:.1f}",
-                     f"{results['incremental']['phases_s'][p]:.1f}"))
+        rows.append(
+            (
+                p,
+                f"{results['full']['phases_s'][p]:.1f}",
+                f"{results['incremental']['phases_s'][p]:.1f}",
+            )
+        )
     rows += [
-        ("wall (whole process)", f"{results['full_run_s']:.1f}", f"{results['incremental_run_s']:.1f}"),
-        ("CPU, process tree (s)", f"{results['full']['cpu_s']:.1f}",
-         f"{results['incremental']['cpu_s']:.1f}"),
-        ("load average before run", f"{results['full']['load_average_before']:.1f}",
-         f"{results['incremental']['load_average_before']:.1f}"),
-        ("peak RSS, process tree (MB)", f"{results['full']['peak_rss_mb']:.0f}",
-         f"{results['incremental']['peak_rss_mb']:.0f}"),
+        (
+            "wall (whole process)",
+            f"{results['full_run_s']:.1f}",
+            f"{results['incremental_run_s']:.1f}",
+        ),
+        (
+            "CPU, process tree (s)",
+            f"{results['full']['cpu_s']:.1f}",
+            f"{results['incremental']['cpu_s']:.1f}",
+        ),
+        (
+            "load average before run",
+            f"{results['full']['load_average_before']:.1f}",
+            f"{results['incremental']['load_average_before']:.1f}",
+        ),
+        (
+            "peak RSS, process tree (MB)",
+            f"{results['full']['peak_rss_mb']:.0f}",
+            f"{results['incremental']['peak_rss_mb']:.0f}",
+        ),
         ("dbt SQL alone, one DuckDB session (s)", f"{results['sql_only_s']:.1f}", ""),
     ]
     width = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -257,13 +306,19 @@ def _table(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--employees", type=int, default=50_000)
     ap.add_argument("--years", type=int, default=5)
     # The last day of a quarter: the generated window then starts on a quarter boundary, like
     # the bundled sample, and the held-back day is the last day of the data.
-    ap.add_argument("--end-date", type=date.fromisoformat, default=date(2026, 9, 30),
-                    help="the held-back 'one more day'")
+    ap.add_argument(
+        "--end-date",
+        type=date.fromisoformat,
+        default=date(2026, 9, 30),
+        help="the held-back 'one more day'",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "work")
     ap.add_argument("--results", type=Path, default=PROJECT_ROOT / "bench" / "results.json")
@@ -272,8 +327,12 @@ def main(argv: list[str] | None = None) -> dict:
     from pipelines.lib.generate import generate_company
 
     work: Path = args.work
-    params = {"employees": args.employees, "years": args.years, "end_date": str(args.end_date),
-              "seed": args.seed}
+    params = {
+        "employees": args.employees,
+        "years": args.years,
+        "end_date": str(args.end_date),
+        "seed": args.seed,
+    }
     sources, pending = work / "sources", work / "pending"
     stamp = work / "params.json"
     generate_s = 0.0
@@ -281,8 +340,15 @@ def main(argv: list[str] | None = None) -> dict:
         shutil.rmtree(work, ignore_errors=True)
         print(f"generating {args.employees:,} employees over {args.years} years ...", flush=True)
         t0 = time.monotonic()
-        generate_company(sources, args.employees, args.years, args.end_date, args.seed,
-                         daily_from=args.end_date, progress=True)
+        generate_company(
+            sources,
+            args.employees,
+            args.years,
+            args.end_date,
+            args.seed,
+            daily_from=args.end_date,
+            progress=True,
+        )
         generate_s = round(time.monotonic() - t0, 1)
         stamp.write_text(json.dumps(params))
     # hold back the last day's files (and put back any held back by an interrupted benchmark)
@@ -321,9 +387,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     gt = json.loads((sources / "ground_truth.json").read_text())
     results = {
-        "scale": {**params, "infrastructure_engineers": gt.get("counts", {}).get("infra_engineers")},
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "scale": {
+            **params,
+            "infrastructure_engineers": gt.get("counts", {}).get("infra_engineers"),
+        },
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "generate_s": generate_s,
         "bytecode_warmup_s": warm_s,
         "held_back_files": len(held),

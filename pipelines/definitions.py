@@ -42,11 +42,7 @@ def combine(parts: Iterable[dg.Definitions], **extra) -> dg.Definitions:
 
 _warehouse_parts = [ingestion.defs, dbt.defs, stats.defs, roi.defs, quality.defs]
 _marts = sorted(
-    (
-        k
-        for k in combine(_warehouse_parts).resolve_all_asset_keys()
-        if k.path[0] == "marts"
-    ),
+    (k for k in combine(_warehouse_parts).resolve_all_asset_keys() if k.path[0] == "marts"),
     key=lambda k: k.to_user_string(),
 )
 

@@ -50,7 +50,13 @@ class RawFile:
 def raw_table_ddl(export: str) -> str:
     """CREATE TABLE for raw.<export> as docs/architecture.md describes it (contract + lineage)."""
     cols = [f'"{c.name}" {SQL_TYPES[c.type]}' for c in EXPORTS[export].columns]
-    cols += ["_file_id VARCHAR", "_line BIGINT", "_period VARCHAR", "_version BIGINT", "_extra JSON"]
+    cols += [
+        "_file_id VARCHAR",
+        "_line BIGINT",
+        "_period VARCHAR",
+        "_version BIGINT",
+        "_extra JSON",
+    ]
     return f"create table main.{export} ({', '.join(cols)})"
 
 
@@ -78,12 +84,23 @@ def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
                 "insert into main.manifest (file_id, export, file_name, period, version, "
                 "rows_total, rows_loaded, rows_quarantined, status, loaded_at) "
                 "values (?, ?, ?, ?, ?, ?, ?, 0, ?, now())",
-                [f.file_id, f.export, fname, f.period, f.version, len(f.rows), len(f.rows), f.status],
+                [
+                    f.file_id,
+                    f.export,
+                    fname,
+                    f.period,
+                    f.version,
+                    len(f.rows),
+                    len(f.rows),
+                    f.status,
+                ],
             )
             for line, row in enumerate(f.rows, start=2):
                 unknown = set(row) - set(names)
                 if unknown:
-                    raise ValueError(f"{fname} row {line}: columns {sorted(unknown)} are not in the contract")
+                    raise ValueError(
+                        f"{fname} row {line}: columns {sorted(unknown)} are not in the contract"
+                    )
                 values = [row.get(n) for n in names] + [f.file_id, line, f.period, f.version, None]
                 placeholders = ", ".join("?" for _ in values)
                 con.execute(f"insert into main.{f.export} values ({placeholders})", values)
@@ -111,15 +128,25 @@ def run_dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     # that dagster-dbt loads (test workers run in parallel).
     target = Path(env["TALENT_BUILD_DB"]).parent / "dbt-target"
     proc = subprocess.run(
-        [str(dbt), *args, "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
-         "--target-path", str(target)],
+        [
+            str(dbt),
+            *args,
+            "--project-dir",
+            str(DBT_PROJECT_DIR),
+            "--profiles-dir",
+            str(DBT_PROJECT_DIR),
+            "--target-path",
+            str(target),
+        ],
         env=env,
         capture_output=True,
         text=True,
         cwd=DBT_PROJECT_DIR,
     )
     if proc.returncode != 0:
-        raise AssertionError(f"dbt {' '.join(args)} failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"dbt {' '.join(args)} failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 

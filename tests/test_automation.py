@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -25,7 +25,9 @@ from pipelines.defs.automation import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _export(folder: Path, name: str, text: str = "cluster,as_of_date,site,gpu_model,gpu_count\n") -> Path:
+def _export(
+    folder: Path, name: str, text: str = "cluster,as_of_date,site,gpu_model,gpu_count\n"
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     p = folder / name
     p.write_text(text)
@@ -84,7 +86,7 @@ def test_fingerprint_changes_when_a_file_is_corrected(tmp_path):
 
 def test_nightly_schedule_targets_the_nightly_job_at_two():
     ctx = dg.build_schedule_context(
-        scheduled_execution_time=datetime(2026, 12, 2, 2, 0, tzinfo=timezone.utc)
+        scheduled_execution_time=datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
     )
     data = nightly_schedule.evaluate_tick(ctx)
     assert nightly_schedule.job_name == "nightly"
@@ -97,7 +99,10 @@ def test_definitions_wire_schedules_sensors_and_jobs():
 
     repo = defs.get_repository_def()
     assert {s.name for s in repo.schedule_defs} >= {"nightly_schedule", "quarterly_report_schedule"}
-    assert {s.name for s in repo.sensor_defs} >= {"new_exports_sensor", "warehouse_freshness_sensor"}
+    assert {s.name for s in repo.sensor_defs} >= {
+        "new_exports_sensor",
+        "warehouse_freshness_sensor",
+    }
     nightly = defs.resolve_job_def("nightly")
     keys = {k.to_user_string() for k in nightly.asset_layer.executable_asset_keys}
     assert "warehouse/published" in keys
@@ -112,7 +117,9 @@ def _free_port() -> int:
 
 def _post(url: str, query: str) -> dict:
     req = urllib.request.Request(
-        url, data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
+        url,
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
@@ -123,9 +130,21 @@ def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
     port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dagster_webserver", "-m", "pipelines.definitions",
-         "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "dagster_webserver",
+            "-m",
+            "pipelines.definitions",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -159,9 +178,9 @@ def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
 @pytest.mark.parametrize(
     ("tick", "quarter"),
     [
-        (datetime(2026, 10, 1, 6, 0, tzinfo=timezone.utc), "2026-07-01"),
-        (datetime(2027, 1, 1, 6, 0, tzinfo=timezone.utc), "2026-10-01"),
-        (datetime(2026, 4, 1, 6, 0, tzinfo=timezone.utc), "2026-01-01"),
+        (datetime(2026, 10, 1, 6, 0, tzinfo=UTC), "2026-07-01"),
+        (datetime(2027, 1, 1, 6, 0, tzinfo=UTC), "2026-10-01"),
+        (datetime(2026, 4, 1, 6, 0, tzinfo=UTC), "2026-01-01"),
     ],
 )
 def test_quarterly_schedule_renders_the_quarter_just_closed(tick, quarter):

@@ -25,8 +25,18 @@ def bench_run(tmp_path_factory) -> tuple[dict, Path]:
     work = tmp_path_factory.mktemp("bench")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TALENT_PSEUDONYM_KEY", TEST_PSEUDONYM_KEY)
-        bench.main(["--employees", str(EMPLOYEES), "--years", str(YEARS), "--work", str(work / "work"),
-                    "--results", str(work / "results.json")])
+        bench.main(
+            [
+                "--employees",
+                str(EMPLOYEES),
+                "--years",
+                str(YEARS),
+                "--work",
+                str(work / "work"),
+                "--results",
+                str(work / "results.json"),
+            ]
+        )
     return json.loads((work / "results.json").read_text()), work / "work"
 
 
@@ -42,8 +52,14 @@ def test_phase_of_maps_step_keys_onto_phases():
 
 def test_harness_writes_results_with_positive_figures(bench_run):
     results, _ = bench_run
-    for key in ("full_run_s", "incremental_run_s", "full_run_cpu_s", "incremental_run_cpu_s",
-                "peak_rss_mb", "sql_only_s"):
+    for key in (
+        "full_run_s",
+        "incremental_run_s",
+        "full_run_cpu_s",
+        "incremental_run_cpu_s",
+        "peak_rss_mb",
+        "sql_only_s",
+    ):
         assert results[key] > 0, key
     assert results["scale"]["employees"] == EMPLOYEES and results["scale"]["years"] == YEARS
     assert results["scale"]["infrastructure_engineers"] > 0
@@ -55,6 +71,8 @@ def test_harness_writes_results_with_positive_figures(bench_run):
         assert phases["ingest"] > 0 and phases["dbt"] > 0 and phases["publish"] > 0, (run, phases)
     assert results["full"]["phases_s"]["report"] > 0
     assert set(results["targets"]) == {
-        "full_run_under_5_min", "incremental_under_quarter_of_full", "peak_rss_under_4_gb",
+        "full_run_under_5_min",
+        "incremental_under_quarter_of_full",
+        "peak_rss_under_4_gb",
         "sql_at_least_half_of_full",
     }

@@ -27,9 +27,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def talent_run(sources: Path, warehouse: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(sources),
-         "--warehouse-dir", str(warehouse), "--skip-report"],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            "--sources",
+            str(sources),
+            "--warehouse-dir",
+            str(warehouse),
+            "--skip-report",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         env={**__import__("os").environ, "DAGSTER_HOME": ""},
     )
 
@@ -82,13 +93,16 @@ def corrupt(sources: Path) -> dict[str, str]:
     # 2. terminated before hired: a spell that no later delivery updates, so this row is current
     later = {
         (r["employee_id"], r["hire_date"])
-        for p in (sources / "hris").glob("employees_*.csv") if p != emp
+        for p in (sources / "hris").glob("employees_*.csv")
+        if p != emp
         for r in read_rows(p)[1]
     }
     victim = next(
         r for i, r in enumerate(rows) if i % 3 and (r["employee_id"], r["hire_date"]) not in later
     )
-    victim["termination_date"] = (date.fromisoformat(victim["hire_date"]) - timedelta(days=30)).isoformat()
+    victim["termination_date"] = (
+        date.fromisoformat(victim["hire_date"]) - timedelta(days=30)
+    ).isoformat()
     victim["termination_type"] = "voluntary"
     planted["employees"] = redeliver(emp, header, rows).name
     # 3. a duplicated incident with conflicting contents, 4. negative downtime
@@ -143,7 +157,9 @@ def test_the_right_blocking_check_fails_and_is_named(corrupted_run, check, expec
 
 def test_observed_values_reach_the_output(corrupted_run):
     proc, _, _, planted, record = corrupted_run
-    incidents = next(f["message"] for f in record["failures"] if f["name"] == "raw/incidents:quality_suite")
+    incidents = next(
+        f["message"] for f in record["failures"] if f["name"] == "raw/incidents:quality_suite"
+    )
     assert "-45" in incidents  # the observed negative downtime
     assert planted["incidents"] in incidents  # the file and line that carry it
 
@@ -166,5 +182,6 @@ def test_clean_run_published_and_only_warned_about_harmless_copies(clean_run):
     record = json.loads((warehouse / "runs" / "last_nightly.json").read_text())
     assert record["success"] and not record["failures"]
     assert "warehouse__published" in record["step_seconds"]
-    assert all("no_identical_rows" in w["message"] or "freshness" in w["name"]
-               for w in record["warnings"])
+    assert all(
+        "no_identical_rows" in w["message"] or "freshness" in w["name"] for w in record["warnings"]
+    )

@@ -65,15 +65,22 @@ def test_every_mart_has_a_yml_with_grain_and_documented_columns():
         assert yml.exists(), f"{sql.name} has no {yml.name}"
         model = yaml.safe_load(yml.read_text())["models"][0]
         assert model["name"] == sql.stem
-        assert "grain" in model["description"].lower(), f"{yml.name}: description must state the grain"
+        assert "grain" in model["description"].lower(), (
+            f"{yml.name}: description must state the grain"
+        )
         assert all(c.get("description") for c in model["columns"])
 
 
 def test_build_args_pass_privacy_vars_as_json(tmp_path):
     from pipelines.defs.dbt import build_args
 
-    s = Settings(sources_dir=tmp_path, warehouse_dir=tmp_path, reports_dir=tmp_path,
-                 min_group_size=7, scope_division="Team 'Ops'")
+    s = Settings(
+        sources_dir=tmp_path,
+        warehouse_dir=tmp_path,
+        reports_dir=tmp_path,
+        min_group_size=7,
+        scope_division="Team 'Ops'",
+    )
     args = build_args(s)
     assert args[:2] == ["build", "--vars"]
     assert json.loads(args[2]) == {"min_group_size": 7, "scope_division": "Team 'Ops'"}
@@ -82,12 +89,23 @@ def test_build_args_pass_privacy_vars_as_json(tmp_path):
 @pytest.mark.parametrize(
     ("props", "key"),
     [
-        ({"resource_type": "source", "name": "employees", "unique_id": "source.x.raw.employees"},
-         ["raw", "employees"]),
-        ({"resource_type": "model", "name": "attrition", "schema": "marts", "unique_id": "m"},
-         ["marts", "attrition"]),
-        ({"resource_type": "seed", "name": "skill_levels", "schema": "staging", "unique_id": "s"},
-         ["staging", "skill_levels"]),
+        (
+            {"resource_type": "source", "name": "employees", "unique_id": "source.x.raw.employees"},
+            ["raw", "employees"],
+        ),
+        (
+            {"resource_type": "model", "name": "attrition", "schema": "marts", "unique_id": "m"},
+            ["marts", "attrition"],
+        ),
+        (
+            {
+                "resource_type": "seed",
+                "name": "skill_levels",
+                "schema": "staging",
+                "unique_id": "s",
+            },
+            ["staging", "skill_levels"],
+        ),
     ],
 )
 def test_asset_keys_follow_layers(props, key):
@@ -124,15 +142,29 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
 
     assert set(defs.resources) == {"dbt", "settings"}
     specs = {s.key.to_user_string(): s for s in warehouse_dbt.specs}
-    for mart in ("attrition", "certification_coverage", "incident_rates", "dim_employee",
-                 "dim_certification", "dim_team", "dim_date", "identity_match", "training_spend",
-                 "contractor_costs", "fleet_size", "incident_downtime", "team_composition",
-                 "level_mix"):
+    for mart in (
+        "attrition",
+        "certification_coverage",
+        "incident_rates",
+        "dim_employee",
+        "dim_certification",
+        "dim_team",
+        "dim_date",
+        "identity_match",
+        "training_spend",
+        "contractor_costs",
+        "fleet_size",
+        "incident_downtime",
+        "team_composition",
+        "level_mix",
+    ):
         assert f"marts/{mart}" in specs
     assert "intermediate/int_engineer_months" in specs
     assert "intermediate/int_incident_responses" in specs
     assert {s.group_name for s in specs.values()} == {"warehouse"}
-    raw_deps = {d.asset_key.path[1] for s in specs.values() for d in s.deps if d.asset_key.path[0] == "raw"}
+    raw_deps = {
+        d.asset_key.path[1] for s in specs.values() for d in s.deps if d.asset_key.path[0] == "raw"
+    }
     assert set(EXPORTS) <= raw_deps
     assert "grain" in specs["marts/attrition"].description.lower()
     checks = {c.name for c in warehouse_dbt.check_specs}

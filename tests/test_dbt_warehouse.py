@@ -21,36 +21,62 @@ DIV = "AI Infrastructure"
 
 def emp(eid, hire, term=None, ttype=None, regrettable=None, email=None):
     return {
-        "employee_id": eid, "first_name": f"First{eid}", "last_name": f"Last{eid}",
-        "work_email": email or f"{eid.lower()}@corp.example", "hire_date": D(hire),
-        "original_hire_date": None, "termination_date": D(term) if term else None,
-        "termination_type": ttype, "termination_reason": None, "regrettable": regrettable,
+        "employee_id": eid,
+        "first_name": f"First{eid}",
+        "last_name": f"Last{eid}",
+        "work_email": email or f"{eid.lower()}@corp.example",
+        "hire_date": D(hire),
+        "original_hire_date": None,
+        "termination_date": D(term) if term else None,
+        "termination_type": ttype,
+        "termination_reason": None,
+        "regrettable": regrettable,
     }
 
 
 def job(eid, eff, level=2, role="operations_engineer", team="clu-a", div=DIV, etype="employee"):
     return {
-        "employee_id": eid, "effective_date": D(eff), "division": div, "team": team,
-        "role_family": role, "job_title": "Engineer", "skill_level": level, "site": "Berlin",
-        "manager_id": "E1", "employment_type": etype, "fte": 1.0, "annual_salary_usd": 123456.0,
+        "employee_id": eid,
+        "effective_date": D(eff),
+        "division": div,
+        "team": team,
+        "role_family": role,
+        "job_title": "Engineer",
+        "skill_level": level,
+        "site": "Berlin",
+        "manager_id": "E1",
+        "employment_type": etype,
+        "fte": 1.0,
+        "annual_salary_usd": 123456.0,
         "change_reason": "hire",
     }
 
 
 def cert(aid, email, code, exam, result="pass", issued=None, expires=None):
     return {
-        "attempt_id": aid, "learner_email": email, "certification_code": code,
-        "exam_date": D(exam), "result": result, "score": 80.0,
+        "attempt_id": aid,
+        "learner_email": email,
+        "certification_code": code,
+        "exam_date": D(exam),
+        "result": result,
+        "score": 80.0,
         "issued_on": D(issued) if issued else (D(exam) if result == "pass" else None),
-        "expires_on": D(expires) if expires else None, "exam_fee_usd": 125.0,
+        "expires_on": D(expires) if expires else None,
+        "exam_fee_usd": 125.0,
     }
 
 
 # Seven in-scope employees, one contractor and one person in another division.
 EMPLOYEES_HIRE_FILE = [
-    emp("E1", "2023-01-01"), emp("E2", "2023-01-01"), emp("E3", "2023-02-15"),
-    emp("E4", "2023-01-01"), emp("E5", "2023-01-01"), emp("E6", "2023-01-01"),
-    emp("E7", "2023-03-01"), emp("C1", "2023-01-01"), emp("X1", "2023-01-01"),
+    emp("E1", "2023-01-01"),
+    emp("E2", "2023-01-01"),
+    emp("E3", "2023-02-15"),
+    emp("E4", "2023-01-01"),
+    emp("E5", "2023-01-01"),
+    emp("E6", "2023-01-01"),
+    emp("E7", "2023-03-01"),
+    emp("C1", "2023-01-01"),
+    emp("X1", "2023-01-01"),
 ]
 # Changed records: terminations delivered later; E2 leaves and is rehired (new spell).
 EMPLOYEES_CHANGES = [
@@ -62,10 +88,15 @@ EMPLOYEES_CHANGES = [
 JOBS = [
     job("E1", "2023-01-01", level=4, role="infrastructure_lead"),
     job("E1", "2023-07-01", level=4, role="infrastructure_lead", team="clu-b"),
-    job("E2", "2023-01-01"), job("E2", "2023-09-01", level=3),
-    job("E3", "2023-02-15"), job("E4", "2023-01-01", level=3, role="network_specialist"),
-    job("E5", "2023-01-01"), job("E6", "2023-01-01"), job("E7", "2023-03-01"),
-    job("C1", "2023-01-01", etype="contractor"), job("X1", "2023-01-01", div="Finance"),
+    job("E2", "2023-01-01"),
+    job("E2", "2023-09-01", level=3),
+    job("E3", "2023-02-15"),
+    job("E4", "2023-01-01", level=3, role="network_specialist"),
+    job("E5", "2023-01-01"),
+    job("E6", "2023-01-01"),
+    job("E7", "2023-03-01"),
+    job("C1", "2023-01-01", etype="contractor"),
+    job("X1", "2023-01-01", div="Finance"),
 ]
 CERTS = [
     # E1: associate, renewed before expiry -> one continuous interval
@@ -81,37 +112,121 @@ CERTS = [
 ]
 SUPERSEDED_CERT = [cert("A9", "e7@corp.example", "CKA", "2023-04-01")]  # must be ignored
 INCIDENTS = [
-    {"incident_number": f"I{i}", "title": "Disk failure reported by E1", "service": "storage",
-     "cluster": "clu-a", "severity": "sev2", "opened_at": f"2023-{m:02d}-10 08:00:00",
-     "acknowledged_at": None, "resolved_at": f"2023-{m:02d}-10 {8 + h:02d}:00:00",
-     "gpus_affected": 4, "downtime_minutes": 60.0 * h}
+    {
+        "incident_number": f"I{i}",
+        "title": "Disk failure reported by E1",
+        "service": "storage",
+        "cluster": "clu-a",
+        "severity": "sev2",
+        "opened_at": f"2023-{m:02d}-10 08:00:00",
+        "acknowledged_at": None,
+        "resolved_at": f"2023-{m:02d}-10 {8 + h:02d}:00:00",
+        "gpus_affected": 4,
+        "downtime_minutes": 60.0 * h,
+    }
     for i, (m, h) in enumerate([(4, 1), (5, 2), (9, 3), (10, 4)], start=1)
 ] + [
-    {"incident_number": "I9", "title": None, "service": "net", "cluster": "clu-b", "severity": "sev3",
-     "opened_at": "2024-06-10 08:00:00", "acknowledged_at": None, "resolved_at": None,
-     "gpus_affected": 0, "downtime_minutes": 0.0},
+    {
+        "incident_number": "I9",
+        "title": None,
+        "service": "net",
+        "cluster": "clu-b",
+        "severity": "sev3",
+        "opened_at": "2024-06-10 08:00:00",
+        "acknowledged_at": None,
+        "resolved_at": None,
+        "gpus_affected": 0,
+        "downtime_minutes": 0.0,
+    },
 ]
 RESPONDERS = [
-    {"incident_number": "I1", "responder_email": "e1@corp.example", "role": "primary", "assigned_at": None},
-    {"incident_number": "I1", "responder_email": "e4@corp.example", "role": "secondary", "assigned_at": None},
-    {"incident_number": "I2", "responder_email": "E4@corp.example", "role": "primary", "assigned_at": None},
-    {"incident_number": "I3", "responder_email": "e7@corp.example", "role": "primary", "assigned_at": None},
-    {"incident_number": "I4", "responder_email": "ghost@corp.example", "role": "primary", "assigned_at": None},
+    {
+        "incident_number": "I1",
+        "responder_email": "e1@corp.example",
+        "role": "primary",
+        "assigned_at": None,
+    },
+    {
+        "incident_number": "I1",
+        "responder_email": "e4@corp.example",
+        "role": "secondary",
+        "assigned_at": None,
+    },
+    {
+        "incident_number": "I2",
+        "responder_email": "E4@corp.example",
+        "role": "primary",
+        "assigned_at": None,
+    },
+    {
+        "incident_number": "I3",
+        "responder_email": "e7@corp.example",
+        "role": "primary",
+        "assigned_at": None,
+    },
+    {
+        "incident_number": "I4",
+        "responder_email": "ghost@corp.example",
+        "role": "primary",
+        "assigned_at": None,
+    },
 ]
 FLEET = [
-    {"cluster": "clu-a", "as_of_date": D("2023-01-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 64},
-    {"cluster": "clu-a", "as_of_date": D("2023-06-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 256},
-    {"cluster": "clu-b", "as_of_date": D("2023-01-01"), "site": "Berlin", "gpu_model": "H100", "gpu_count": 2048},
+    {
+        "cluster": "clu-a",
+        "as_of_date": D("2023-01-01"),
+        "site": "Berlin",
+        "gpu_model": "H100",
+        "gpu_count": 64,
+    },
+    {
+        "cluster": "clu-a",
+        "as_of_date": D("2023-06-01"),
+        "site": "Berlin",
+        "gpu_model": "H100",
+        "gpu_count": 256,
+    },
+    {
+        "cluster": "clu-b",
+        "as_of_date": D("2023-01-01"),
+        "site": "Berlin",
+        "gpu_model": "H100",
+        "gpu_count": 2048,
+    },
 ]
-COURSES = [{"course_id": "C-1", "title": "Intro", "provider": "NVIDIA", "programme_type": "online",
-            "hours": 8.0, "cost_usd": 100.0, "certification_code": "NCA-AIIO"}]
+COURSES = [
+    {
+        "course_id": "C-1",
+        "title": "Intro",
+        "provider": "NVIDIA",
+        "programme_type": "online",
+        "hours": 8.0,
+        "cost_usd": 100.0,
+        "certification_code": "NCA-AIIO",
+    }
+]
 ENROLMENTS = [
-    {"enrolment_id": "N1", "learner_email": "e1@corp.example", "course_id": "C-1", "status": "completed",
-     "enrolled_on": D("2023-02-01"), "completed_on": D("2023-02-20"), "cost_usd": 50.0,
-     "hours_spent": None, "score": None},
+    {
+        "enrolment_id": "N1",
+        "learner_email": "e1@corp.example",
+        "course_id": "C-1",
+        "status": "completed",
+        "enrolled_on": D("2023-02-01"),
+        "completed_on": D("2023-02-20"),
+        "cost_usd": 50.0,
+        "hours_spent": None,
+        "score": None,
+    },
 ]
 CONTRACTORS = [
-    {"engagement_id": "G1", "vendor": "V", "month": D("2023-05-01"), "team": "clu-a", "hours": 10.0, "hourly_rate_usd": 300.0},
+    {
+        "engagement_id": "G1",
+        "vendor": "V",
+        "month": D("2023-05-01"),
+        "team": "clu-a",
+        "hours": 10.0,
+        "hourly_rate_usd": 300.0,
+    },
 ]
 
 AS_OF = D("2024-06-30")
@@ -120,19 +235,22 @@ AS_OF = D("2024-06-30")
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
     wh = tmp_path_factory.mktemp("wh")
-    make_raw_db(wh / "raw.duckdb", [
-        RawFile("employees", "2023-01", EMPLOYEES_HIRE_FILE),
-        RawFile("employees", "2024-04", EMPLOYEES_CHANGES),
-        RawFile("job_history", "2023-09", JOBS),
-        RawFile("certifications", "2024-03", CERTS),
-        RawFile("certifications", "2023-04", SUPERSEDED_CERT, status="superseded"),
-        RawFile("incidents", "2024-06", INCIDENTS),
-        RawFile("responders", "2024-06", RESPONDERS),
-        RawFile("gpu_fleet", "2023-06", FLEET),
-        RawFile("courses", "2023-01", COURSES),
-        RawFile("enrolments", "2023-02", ENROLMENTS),
-        RawFile("contractor_hours", "2023-05", CONTRACTORS),
-    ])
+    make_raw_db(
+        wh / "raw.duckdb",
+        [
+            RawFile("employees", "2023-01", EMPLOYEES_HIRE_FILE),
+            RawFile("employees", "2024-04", EMPLOYEES_CHANGES),
+            RawFile("job_history", "2023-09", JOBS),
+            RawFile("certifications", "2024-03", CERTS),
+            RawFile("certifications", "2023-04", SUPERSEDED_CERT, status="superseded"),
+            RawFile("incidents", "2024-06", INCIDENTS),
+            RawFile("responders", "2024-06", RESPONDERS),
+            RawFile("gpu_fleet", "2023-06", FLEET),
+            RawFile("courses", "2023-01", COURSES),
+            RawFile("enrolments", "2023-02", ENROLMENTS),
+            RawFile("contractor_hours", "2023-05", CONTRACTORS),
+        ],
+    )
     from pipelines.config import TalentSettings
     from pipelines.defs.dbt import defs as dbt_defs
     from pipelines.defs.dbt import warehouse_dbt
@@ -156,7 +274,9 @@ def warehouse(tmp_path_factory):
         for e in result.get_asset_check_evaluations()
         if not e.passed
     ]
-    assert result.success and not failed_checks, f"dbt build failed; failing checks: {failed_checks}"
+    assert result.success and not failed_checks, (
+        f"dbt build failed; failing checks: {failed_checks}"
+    )
     # every dbt test became an asset check and was evaluated
     assert len(result.get_asset_check_evaluations()) == len(list(warehouse_dbt.check_specs))
     con = duckdb.connect(str(wh / "build" / "talent.duckdb"), read_only=True)
@@ -236,11 +356,18 @@ def test_rehire_counts_one_separation_and_one_hire(built):
 
 def test_coverage_for_a_month_matches_raw(built):
     # end of June 2023: employed E1, E4, E5, E6, E7 (E2 left 15 June, E3 employed)
-    employed = [s["employee_id"] for s in spells()
-                if s["hire_date"] <= D("2023-06-30") <= (s["termination_date"] or date.max)]
-    certified = {c["learner_email"].strip().lower().split("@")[0].upper() for c in CERTS
-                 if c["result"] == "pass" and c["issued_on"] <= D("2023-06-30")
-                 and (c["expires_on"] is None or c["expires_on"] >= D("2023-06-30"))}
+    employed = [
+        s["employee_id"]
+        for s in spells()
+        if s["hire_date"] <= D("2023-06-30") <= (s["termination_date"] or date.max)
+    ]
+    certified = {
+        c["learner_email"].strip().lower().split("@")[0].upper()
+        for c in CERTS
+        if c["result"] == "pass"
+        and c["issued_on"] <= D("2023-06-30")
+        and (c["expires_on"] is None or c["expires_on"] >= D("2023-06-30"))
+    }
     row = built.execute(
         "select headcount, certified_headcount, coverage_share from marts.certification_coverage "
         "where month = date '2023-06-01' and segment_type = 'all'"
@@ -266,9 +393,9 @@ def test_lapsed_and_renewed_certifications(built):
 
 
 def test_identity_match_counts_unmatched(built):
-    rows = dict(built.execute(
-        "select source, (records, matched) from marts.identity_match"
-    ).fetchall())
+    rows = dict(
+        built.execute("select source, (records, matched) from marts.identity_match").fetchall()
+    )
     assert rows["lms_certifications"] == (6, 5)  # superseded file ignored
     assert rows["incident_responders"] == (5, 4)
 
@@ -303,7 +430,13 @@ def test_no_personal_data_in_marts(built):
     assert len(tables) >= 14
     for (table,) in tables:
         cols = [c[0] for c in built.execute(f"describe marts.{table}").fetchall()]
-        assert not {"first_name", "last_name", "work_email", "annual_salary_usd", "employee_id"} & set(cols)
+        assert not {
+            "first_name",
+            "last_name",
+            "work_email",
+            "annual_salary_usd",
+            "employee_id",
+        } & set(cols)
         for col in cols:
             values = built.execute(
                 f'select distinct lower(trim("{col}"::varchar)) from marts.{table}'

@@ -42,13 +42,28 @@ SCOPE = "AI Infrastructure"
 
 def talent_run(sources: Path, warehouse: Path) -> None:
     """`talent run --skip-report` in a child process (its settings live in its environment)."""
-    env = {**os.environ, "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
-           "TALENT_REPORTS_DIR": str(warehouse / "reports")}
+    env = {
+        **os.environ,
+        "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
+        "TALENT_REPORTS_DIR": str(warehouse / "reports"),
+    }
     env.pop("DAGSTER_HOME", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(sources),
-         "--warehouse-dir", str(warehouse), "--skip-report"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            "--sources",
+            str(sources),
+            "--warehouse-dir",
+            str(warehouse),
+            "--skip-report",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
 
@@ -64,8 +79,12 @@ def company(request, tmp_path_factory):
     with duckdb.connect(str(warehouse / "talent.duckdb"), read_only=True) as con:
         marts = {
             name: con.execute(f"select * from marts.{name}").df()
-            for name in ("certification_effect", "certification_event_study", "attrition",
-                         "certification_coverage")
+            for name in (
+                "certification_effect",
+                "certification_event_study",
+                "attrition",
+                "certification_coverage",
+            )
         }
     return sources, truth, marts
 
@@ -92,13 +111,17 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
     assert set(effects.index) == {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
     for metric, row in effects.iterrows():
         planted = truth[metric]
-        where = (f"{metric}: planted {planted}, published estimate {row.estimate:.3f} "
-                 f"(95 % CI {row.ci_low:.3f}-{row.ci_high:.3f}), naive {row.naive_estimate:.3f}")
+        where = (
+            f"{metric}: planted {planted}, published estimate {row.estimate:.3f} "
+            f"(95 % CI {row.ci_low:.3f}-{row.ci_high:.3f}), naive {row.naive_estimate:.3f}"
+        )
         se = (np.log(row.ci_high) - np.log(row.ci_low)) / (2 * Z95)
         assert 0 < se < 0.5, where
         assert abs(np.log(row.estimate / planted)) <= Z999 * se, where
         assert not (row.ci_low <= row.naive_estimate <= row.ci_high), where
-        assert abs(np.log(row.naive_estimate / planted)) > abs(np.log(row.estimate / planted)), where
+        assert abs(np.log(row.naive_estimate / planted)) > abs(np.log(row.estimate / planted)), (
+            where
+        )
 
 
 # ------------------------------------------------------------- independent recalculation
@@ -139,7 +162,8 @@ class Company:
         self.email: dict[str, str] = {}
         for r in emp.itertuples():
             self.spells.setdefault(r.employee_id, []).append(
-                (day(r.hire_date), day(r.termination_date), r.termination_type))
+                (day(r.hire_date), day(r.termination_date), r.termination_type)
+            )
             self.email[r.work_email.lower()] = r.employee_id
         # job records in date order: (effective date, in scope?)
         self.jobs: dict[str, list[tuple[date, bool]]] = {}
@@ -182,7 +206,8 @@ def recount(company):
 
 
 def test_quarterly_separations_and_average_headcount_match_a_recount_from_the_csv_files(
-        company, recount):
+    company, recount
+):
     _, _, marts = company
     c = recount
     qs = quarters()
@@ -195,20 +220,24 @@ def test_quarterly_separations_and_average_headcount_match_a_recount_from_the_cs
         # in scope at the opening of the first day / at the close of the last day
         opening = c.headcount(start - timedelta(days=1)) & c.headcount(start)
         after = end + timedelta(days=1)
-        closing = c.headcount(end) & (c.headcount(after) if end < END else {
-            p for p in c.headcount(end)
-            if not any(t == end for _, t, _ in c.spells[p])})
+        closing = c.headcount(end) & (
+            c.headcount(after)
+            if end < END
+            else {p for p in c.headcount(end) if not any(t == end for _, t, _ in c.spells[p])}
+        )
         seps = {"voluntary": 0, "involuntary": 0}
         for person, spells in c.spells.items():
             for _, term, ttype in spells:  # one separation per spell, rehires included
                 if term and start <= term <= end and ttype in seps and c.in_scope(person, term):
                     seps[ttype] += 1
-        expected.append((start, seps["voluntary"], seps["involuntary"],
-                         (len(opening) + len(closing)) / 2))
+        expected.append(
+            (start, seps["voluntary"], seps["involuntary"], (len(opening) + len(closing)) / 2)
+        )
     exp = pd.DataFrame(expected, columns=["q", "voluntary", "involuntary", "average_headcount"])
     exp = exp.set_index("q").astype(float)
-    got = mart.loc[exp.index, ["voluntary_separations", "involuntary_separations",
-                               "average_headcount"]].astype(float)
+    got = mart.loc[
+        exp.index, ["voluntary_separations", "involuntary_separations", "average_headcount"]
+    ].astype(float)
     got.columns = exp.columns
     pd.testing.assert_frame_equal(got, exp, check_names=False)
     assert exp["voluntary"].sum() > 100 and exp["involuntary"].sum() > 10

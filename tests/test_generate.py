@@ -38,7 +38,9 @@ def read_export(out: Path, export: str) -> list[dict]:
     """
     spec = EXPORTS[export]
     truth = json.loads((out / "ground_truth.json").read_text())
-    garbage = {(d["file"], ln) for d in truth["dirt"] if d["kind"] == "garbage_rows" for ln in d["lines"]}
+    garbage = {
+        (d["file"], ln) for d in truth["dirt"] if d["kind"] == "garbage_rows" for ln in d["lines"]
+    }
     latest: dict[tuple, tuple] = {}
     for path in sorted((out / spec.folder).glob(f"{export}_*.csv")):
         parsed = parse_file_name(path.name)
@@ -58,7 +60,9 @@ def read_export(out: Path, export: str) -> list[dict]:
                 key = tuple(row[k] for k in spec.key)
                 assert all(key), f"{path.name} line {line_no}: empty key {key}"
                 if key in seen_in_file:
-                    assert seen_in_file[key] == cells, f"{path.name} line {line_no}: key {key} twice, different rows"
+                    assert seen_in_file[key] == cells, (
+                        f"{path.name} line {line_no}: key {key} twice, different rows"
+                    )
                     continue
                 seen_in_file[key] = cells
                 rank = (period, version, line_no)
@@ -85,13 +89,22 @@ class Company:
         spells = defaultdict(list)
         self.email_to_id = {}
         for r in read_export(out, "employees"):
-            spells[r["employee_id"]].append((d(r["hire_date"]), d(r["termination_date"]), r["termination_type"]))
+            spells[r["employee_id"]].append(
+                (d(r["hire_date"]), d(r["termination_date"]), r["termination_type"])
+            )
             self.email_to_id[r["work_email"].lower()] = r["employee_id"]
         self.spells = dict(spells)
         jobs = defaultdict(list)
         for r in read_export(out, "job_history"):
-            jobs[r["employee_id"]].append((d(r["effective_date"]), r["division"], int(r["skill_level"]),
-                                           r["employment_type"], r["team"]))
+            jobs[r["employee_id"]].append(
+                (
+                    d(r["effective_date"]),
+                    r["division"],
+                    int(r["skill_level"]),
+                    r["employment_type"],
+                    r["team"],
+                )
+            )
         self.jobs = {k: sorted(v) for k, v in jobs.items()}
         awards = defaultdict(list)
         for r in read_export(out, "certifications"):
@@ -107,7 +120,9 @@ class Company:
         for r in read_export(out, "incidents"):
             pid = primary.get(r["incident_number"])
             if pid is not None:
-                self.incidents.append((pid, ts(r["opened_at"]), ts(r["resolved_at"]), r["severity"]))
+                self.incidents.append(
+                    (pid, ts(r["opened_at"]), ts(r["resolved_at"]), r["severity"])
+                )
 
     def certified(self, pid: str, day: date) -> bool:
         return any(a <= day <= b for a, b in self.awards.get(pid, ()))
@@ -152,8 +167,16 @@ def mantel_haenszel_rate_ratio(strata: dict) -> float:
 def generated(tmp_path_factory) -> tuple[Path, list[tuple]]:
     out = tmp_path_factory.mktemp("company")
     log: list[tuple] = []
-    generate_company(out, employees=1500, years=3, end_date=END, seed=7, progress=False, garbage_rows=True,
-                     engineer_month_log=log)
+    generate_company(
+        out,
+        employees=1500,
+        years=3,
+        end_date=END,
+        seed=7,
+        progress=False,
+        garbage_rows=True,
+        engineer_month_log=log,
+    )
     return out, log
 
 
@@ -223,8 +246,13 @@ def test_contractor_hours_arrive_in_german_locale_with_bom(company_dir):
 def test_planted_dirt_is_where_ground_truth_says(company_dir):
     dirt = json.loads((company_dir / "ground_truth.json").read_text())["dirt"]
     kinds = {x["kind"] for x in dirt}
-    assert {"exact_duplicates", "corrected_redelivery", "crlf_line_endings", "byte_order_mark",
-            "garbage_rows"} <= kinds
+    assert {
+        "exact_duplicates",
+        "corrected_redelivery",
+        "crlf_line_endings",
+        "byte_order_mark",
+        "garbage_rows",
+    } <= kinds
     for x in dirt:
         folder = EXPORTS[x["export"]].folder
         raw = (company_dir / folder / x["file"]).read_bytes()
@@ -268,14 +296,26 @@ def test_hris_holds_rehires_promotions_exits_and_non_employees(company_dir, comp
     infra = [r for r in jobs if r["division"] == "AI Infrastructure"]
     assert {r["employment_type"] for r in infra} == {"employee", "contractor", "intern"}
     assert {r["role_family"] for r in infra} == {
-        "infrastructure_lead", "infrastructure_architect", "senior_engineer", "operations_engineer",
-        "network_specialist", "storage_specialist", "performance_engineer", "security_specialist"}
+        "infrastructure_lead",
+        "infrastructure_architect",
+        "senior_engineer",
+        "operations_engineer",
+        "network_specialist",
+        "storage_specialist",
+        "performance_engineer",
+        "security_specialist",
+    }
     clusters = {r["cluster"] for r in read_export(company_dir, "gpu_fleet")}
     assert {r["team"] for r in infra} <= clusters
     share = len({r["employee_id"] for r in infra}) / len(by_person)
     assert 0.07 < share < 0.2
-    bands = {1: (75_000, 95_000), 2: (95_000, 125_000), 3: (125_000, 175_000), 4: (175_000, 250_000),
-             5: (250_000, 400_000)}
+    bands = {
+        1: (75_000, 95_000),
+        2: (95_000, 125_000),
+        3: (125_000, 175_000),
+        4: (175_000, 250_000),
+        5: (250_000, 400_000),
+    }
     for r in infra:
         lo, hi = bands[int(r["skill_level"])]
         assert lo <= float(r["annual_salary_usd"]) <= hi, r
@@ -303,7 +343,9 @@ def _incident_strata(company, engineer_days):
     first = {pid: min(a for a, _ in aw) for pid, aw in company.awards.items() if pid}
     naive = {True: [0, 0.0], False: [0, 0.0]}
     for pid, day, level, _ in engineer_days:
-        exposure = 1 / ((day.replace(day=28) + timedelta(days=4)).replace(day=1) - day.replace(day=1)).days
+        exposure = (
+            1 / ((day.replace(day=28) + timedelta(days=4)).replace(day=1) - day.replace(day=1)).days
+        )
         k = per_day.get((pid, day), 0)
         s = strata[(level, day.year, day.month)]
         if company.certified(pid, day):
@@ -320,7 +362,9 @@ def _incident_strata(company, engineer_days):
     return strata, before_after
 
 
-def test_incident_rate_ratio_within_level_and_month_matches_the_planted_ratio(company, engineer_days):
+def test_incident_rate_ratio_within_level_and_month_matches_the_planted_ratio(
+    company, engineer_days
+):
     strata, naive_before_after = _incident_strata(company, engineer_days)
     irr = mantel_haenszel_rate_ratio(strata)
     planted = company.truth["incident_rate_ratio"]
@@ -339,8 +383,17 @@ def test_mttr_ratio_from_a_log_linear_fit_matches_the_planted_ratio(company):
             continue
         level = company.job_on(pid, opened.date())[2]
         years = (opened.date() - company.start).days / 365.25
-        rows.append([1.0, company.certified(pid, opened.date()), level, years,
-                     sev == "sev1", sev == "sev2", sev == "sev3"])
+        rows.append(
+            [
+                1.0,
+                company.certified(pid, opened.date()),
+                level,
+                years,
+                sev == "sev1",
+                sev == "sev2",
+                sev == "sev3",
+            ]
+        )
         y.append(math.log((resolved - opened).total_seconds() / 60))
     beta = np.linalg.lstsq(np.array(rows, float), np.array(y), rcond=None)[0]
     assert abs(beta[1] - math.log(0.8)) < 0.08, math.exp(beta[1])
@@ -348,8 +401,12 @@ def test_mttr_ratio_from_a_log_linear_fit_matches_the_planted_ratio(company):
 
 
 def test_attrition_hazard_ratio_and_the_immortal_time_bias(company, engineer_days):
-    voluntary = {(pid, term) for pid, spells in company.spells.items()
-                 for _, term, kind in spells if term and kind == "voluntary"}
+    voluntary = {
+        (pid, term)
+        for pid, spells in company.spells.items()
+        for _, term, kind in spells
+        if term and kind == "voluntary"
+    }
     by_status = {True: [0, 0.0], False: [0, 0.0]}
     ever_never = {True: [0, 0.0], False: [0, 0.0]}
     for pid, day, _, _ in engineer_days:
@@ -391,14 +448,20 @@ def test_planted_incident_rates_do_not_move_before_a_first_certification(company
         month = date(start.year + (start.month - 1 + t) // 12, (start.month - 1 + t) % 12 + 1, 1)
         last = date.fromordinal(b)
         hire = max(h for h, _, _ in company.spells[pid] if h <= last)
-        rows.append({
-            "person_key": pid, "month": month, "skill_level": level,
-            "tenure_months": (last - hire).days // 30,
-            "is_certified": company.certified(pid, last),
-            "first_certified_month": first[pid].replace(day=1) if pid in first else None,
-            "incidents": expected, "exposure_months": (b - a + 1) / calendar.monthrange(month.year, month.month)[1],
-            "separated": False, "separation_type": None,
-        })
+        rows.append(
+            {
+                "person_key": pid,
+                "month": month,
+                "skill_level": level,
+                "tenure_months": (last - hire).days // 30,
+                "is_certified": company.certified(pid, last),
+                "first_certified_month": first[pid].replace(day=1) if pid in first else None,
+                "incidents": expected,
+                "exposure_months": (b - a + 1) / calendar.monthrange(month.year, month.month)[1],
+                "separated": False,
+                "separation_type": None,
+            }
+        )
     study = stats.event_study(pd.DataFrame(rows)).set_index("relative_month")["estimate"]
     irr = company.truth["incident_rate_ratio"]
     before, after = study.loc[-12:-2], study.loc[1:11]
@@ -408,10 +471,14 @@ def test_planted_incident_rates_do_not_move_before_a_first_certification(company
     assert irr + 0.05 < study.loc[0] < 0.95, study.loc[0]
 
 
-def test_contractor_hours_fall_as_the_team_certified_share_rises(company_dir, company, engineer_days):
+def test_contractor_hours_fall_as_the_team_certified_share_rises(
+    company_dir, company, engineer_days
+):
     template = {"small": 4, "medium": 10, "large": 22}
-    gpus = {(r["cluster"], r["as_of_date"][:7]): int(r["gpu_count"])
-            for r in read_export(company_dir, "gpu_fleet")}
+    gpus = {
+        (r["cluster"], r["as_of_date"][:7]): int(r["gpu_count"])
+        for r in read_export(company_dir, "gpu_fleet")
+    }
     month_end = defaultdict(lambda: [0, 0])
     for pid, day, _, team in engineer_days:
         if (day + timedelta(days=1)).day == 1:
@@ -438,42 +505,84 @@ def _all_bytes(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def test_an_award_expiring_on_the_first_of_a_month_lapses_instead_of_stopping_the_generator(tmp_path):
+def test_an_award_expiring_on_the_first_of_a_month_lapses_instead_of_stopping_the_generator(
+    tmp_path,
+):
     # at this size and seed an award expires on the first day of the month in which its renewal
     # is decided; the renewal day used to be drawn from an empty range (ValueError: low >= high)
-    summary = generate_company(tmp_path, employees=1000, years=4, end_date=END, seed=12,
-                               progress=False, dirt=False)
+    summary = generate_company(
+        tmp_path, employees=1000, years=4, end_date=END, seed=12, progress=False, dirt=False
+    )
     assert summary["exam_attempts"] > 100 and summary["awards"] > 0
 
 
 def test_same_seed_gives_byte_identical_output(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for out, seed in ((a, 3), (b, 3), (c, 4)):
-        generate_company(out, employees=300, years=1, end_date=END, seed=seed, progress=False, garbage_rows=True)
+        generate_company(
+            out, employees=300, years=1, end_date=END, seed=seed, progress=False, garbage_rows=True
+        )
     assert _all_bytes(a) == _all_bytes(b)
     assert _all_bytes(a) != _all_bytes(c)
     # another process with another string-hash seed: nothing may depend on set or hash order
     other = tmp_path / "other"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    subprocess.run([sys.executable, "-m", "pipelines.cli", "generate", "--out", str(other), "--employees", "300",
-                    "--years", "1", "--end-date", END.isoformat(), "--seed", "3", "--garbage-rows", "--quiet"],
-                   check=True, env=env, cwd=Path(__file__).resolve().parent.parent)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "generate",
+            "--out",
+            str(other),
+            "--employees",
+            "300",
+            "--years",
+            "1",
+            "--end-date",
+            END.isoformat(),
+            "--seed",
+            "3",
+            "--garbage-rows",
+            "--quiet",
+        ],
+        check=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert _all_bytes(a) == _all_bytes(other)
 
 
 def test_daily_from_moves_late_records_into_daily_files(tmp_path):
     monthly, daily = tmp_path / "monthly", tmp_path / "daily"
     cut = date(2026, 9, 25)
-    generate_company(monthly, employees=400, years=1, end_date=END, seed=5, progress=False, dirt=False)
-    generate_company(daily, employees=400, years=1, end_date=END, seed=5, progress=False, dirt=False,
-                     daily_from=cut)
+    generate_company(
+        monthly, employees=400, years=1, end_date=END, seed=5, progress=False, dirt=False
+    )
+    generate_company(
+        daily,
+        employees=400,
+        years=1,
+        end_date=END,
+        seed=5,
+        progress=False,
+        dirt=False,
+        daily_from=cut,
+    )
     periods = {parse_file_name(p.name)[1] for p in daily.rglob("*.csv")}
     assert {"2026-09-25", "2026-09-30"} <= periods
     assert not any(len(p) == 10 and p < cut.isoformat() for p in periods)
     for path in daily.glob("incidents/incidents_2026-09.csv"):
         for row in csv.DictReader(path.open(encoding="utf-8-sig")):
             assert row["opened_at"][:10] < cut.isoformat()
-    for export in ("incidents", "responders", "employees", "job_history", "certifications", "gpu_fleet"):
+    for export in (
+        "incidents",
+        "responders",
+        "employees",
+        "job_history",
+        "certifications",
+        "gpu_fleet",
+    ):
         key = EXPORTS[export].key
         as_monthly = {tuple(r[k] for k in key): r for r in read_export(monthly, export)}
         as_daily = {tuple(r[k] for k in key): r for r in read_export(daily, export)}
@@ -487,21 +596,82 @@ def test_command_line_writes_a_company_and_explains_bad_dates(tmp_path):
 
     runner = CliRunner()
     out = tmp_path / "cli"
-    result = runner.invoke(app, ["generate", "--out", str(out), "--employees", "200", "--years", "1",
-                                 "--end-date", "2026-09-30", "--seed", "1", "--quiet"])
+    result = runner.invoke(
+        app,
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--employees",
+            "200",
+            "--years",
+            "1",
+            "--end-date",
+            "2026-09-30",
+            "--seed",
+            "1",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((out / "ground_truth.json").read_text())["incident_rate_ratio"] == 0.7
     bad = runner.invoke(app, ["generate", "--out", str(out), "--end-date", "30.09.2026", "--quiet"])
     assert bad.exit_code != 0
     assert "YYYY-MM-DD" in bad.output
-    outside = runner.invoke(app, ["generate", "--out", str(out), "--employees", "200", "--years", "1",
-                                  "--end-date", "2026-09-30", "--daily-from", "2020-01-01", "--quiet"])
+    outside = runner.invoke(
+        app,
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--employees",
+            "200",
+            "--years",
+            "1",
+            "--end-date",
+            "2026-09-30",
+            "--daily-from",
+            "2020-01-01",
+            "--quiet",
+        ],
+    )
     assert outside.exit_code == 2
     assert "outside the simulated window" in outside.output
-    again = runner.invoke(app, ["generate", "--out", str(out), "--employees", "200", "--years", "1",
-                                "--end-date", "2026-09-30", "--seed", "2", "--quiet"])
+    again = runner.invoke(
+        app,
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--employees",
+            "200",
+            "--years",
+            "1",
+            "--end-date",
+            "2026-09-30",
+            "--seed",
+            "2",
+            "--quiet",
+        ],
+    )
     assert again.exit_code == 2 and "--overwrite" in again.output
-    replaced = runner.invoke(app, ["generate", "--out", str(out), "--employees", "200", "--years", "1",
-                                   "--end-date", "2026-09-30", "--seed", "2", "--quiet", "--overwrite"])
+    replaced = runner.invoke(
+        app,
+        [
+            "generate",
+            "--out",
+            str(out),
+            "--employees",
+            "200",
+            "--years",
+            "1",
+            "--end-date",
+            "2026-09-30",
+            "--seed",
+            "2",
+            "--quiet",
+            "--overwrite",
+        ],
+    )
     assert replaced.exit_code == 0, replaced.output
     assert json.loads((out / "ground_truth.json").read_text())["seed"] == 2

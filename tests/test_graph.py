@@ -30,9 +30,7 @@ def graph_summary() -> dict:
             "group": node.group_name,
             "upstream": sorted(k.to_user_string() for k in node.parent_keys),
         }
-    checks = sorted(
-        f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys
-    )
+    checks = sorted(f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys)
     return {
         "assets": assets,
         "checks": checks,
@@ -45,7 +43,10 @@ def graph_summary() -> dict:
 def test_definitions_validate():
     proc = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-m", "pipelines.definitions"],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "DAGSTER_HOME": ""},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DAGSTER_HOME": ""},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Validation successful" in proc.stderr + proc.stdout

@@ -30,12 +30,27 @@ ROOT = Path(__file__).resolve().parent.parent
 def talent_run(sources: Path, warehouse: Path, work: Path) -> dict:
     """`talent run --skip-report` in a child process (settings live in its environment), with
     the bytecode cache the harness warmed in `work`."""
-    env = {**child_env(work), "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
-           "TALENT_REPORTS_DIR": str(warehouse / "reports")}
+    env = {
+        **child_env(work),
+        "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
+        "TALENT_REPORTS_DIR": str(warehouse / "reports"),
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "run", "--sources", str(sources),
-         "--warehouse-dir", str(warehouse), "--skip-report"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            "--sources",
+            str(sources),
+            "--warehouse-dir",
+            str(warehouse),
+            "--skip-report",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return json.loads((warehouse / "runs" / "last_nightly.json").read_text())
@@ -51,9 +66,12 @@ def mart_fingerprints(published: Path) -> dict[str, tuple[int, str]]:
     """table -> (rows, sha256 of the sorted rows): independent of row order."""
     out: dict[str, tuple[int, str]] = {}
     with duckdb.connect(str(published), read_only=True) as con:
-        tables = [r[0] for r in con.execute(
-            "select table_name from duckdb_tables() where schema_name = 'marts' order by 1"
-        ).fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "select table_name from duckdb_tables() where schema_name = 'marts' order by 1"
+            ).fetchall()
+        ]
         for table in tables:
             rows = con.execute(f'select * from marts."{table}"').fetchall()
             lines = sorted(repr(tuple(_canonical(v) for v in row)) for row in rows)
@@ -63,7 +81,9 @@ def mart_fingerprints(published: Path) -> dict[str, tuple[int, str]]:
 
 def manifest_load_times(warehouse: Path) -> list[tuple[str, object]]:
     with duckdb.connect(str(warehouse / "raw.duckdb"), read_only=True) as con:
-        return con.execute("select file_name, loaded_at from manifest order by loaded_at").fetchall()
+        return con.execute(
+            "select file_name, loaded_at from manifest order by loaded_at"
+        ).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +113,11 @@ def test_one_day_nightly_loads_only_the_new_files(runs):
     # every delivered file was recorded once: nothing of the first run was loaded again
     assert sorted(names) == runs["source_files"]
     # and the day's files were loaded after everything else, by the second run
-    assert sorted(names[-len(runs["day_files"]):]) == runs["day_files"]
-    assert runs["a_loads"][-len(runs["day_files"])][1] > runs["a_loads"][-len(runs["day_files"]) - 1][1]
+    assert sorted(names[-len(runs["day_files"]) :]) == runs["day_files"]
+    assert (
+        runs["a_loads"][-len(runs["day_files"])][1]
+        > runs["a_loads"][-len(runs["day_files"]) - 1][1]
+    )
 
 
 def test_incremental_marts_equal_one_run_over_everything(runs):

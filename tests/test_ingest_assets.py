@@ -24,8 +24,11 @@ def asset_for(export: str) -> dg.AssetsDefinition:
 def resources(tmp_path: Path) -> dict[str, TalentSettings]:
     for folder in ("hris", "lms", "incidents", "fleet"):
         (tmp_path / "sources" / folder).mkdir(parents=True)
-    return {"settings": TalentSettings(
-        sources_dir=str(tmp_path / "sources"), warehouse_dir=str(tmp_path / "warehouse"))}
+    return {
+        "settings": TalentSettings(
+            sources_dir=str(tmp_path / "sources"), warehouse_dir=str(tmp_path / "warehouse")
+        )
+    }
 
 
 def test_one_asset_per_export_in_the_ingestion_group():
@@ -56,7 +59,9 @@ def test_materialisation_reports_what_was_loaded(resources, tmp_path):
     assert meta["unknown_files"] == ["incidents/notes.txt"]
 
 
-def test_a_bad_file_fails_the_asset_after_loading_the_good_ones_without_retries(resources, tmp_path):
+def test_a_bad_file_fails_the_asset_after_loading_the_good_ones_without_retries(
+    resources, tmp_path
+):
     src = tmp_path / "sources" / "hris"
     shutil.copyfile(FIXTURES / "employees_bom_crlf.csv", src / "employees_2024-01.csv")
     shutil.copyfile(FIXTURES / "employees_missing_column.csv", src / "employees_2024-02.csv")
@@ -64,7 +69,9 @@ def test_a_bad_file_fails_the_asset_after_loading_the_good_ones_without_retries(
     assert not result.success
     failures = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
     assert len(failures) == 1  # content errors are not retried
-    retries = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY]
+    retries = [
+        e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY
+    ]
     assert retries == []
     description = failures[0].step_failure_data.user_failure_data.description
     assert "employees_2024-02.csv" in description and "hire_date" in description

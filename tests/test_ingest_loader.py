@@ -57,23 +57,36 @@ def snapshot(settings: Settings) -> dict[str, list[tuple]]:
 
 
 def manifest(settings: Settings) -> dict[str, tuple]:
-    rows = query(settings, "SELECT file_name, status, superseded_by, file_id, rows_loaded, "
-                           "rows_quarantined, message FROM manifest")
+    rows = query(
+        settings,
+        "SELECT file_name, status, superseded_by, file_id, rows_loaded, "
+        "rows_quarantined, message FROM manifest",
+    )
     return {r[0]: r[1:] for r in rows}
 
 
 def test_loads_typed_rows_and_quarantines_bad_rows(settings):
     file_id = deliver(settings, "incidents_garbage.csv", "incidents", "incidents_2024-03.csv")
     result = ingest_export(settings, "incidents")
-    assert (result.files_seen, result.files_loaded, result.rows_loaded, result.rows_quarantined) == (1, 1, 3, 4)
+    assert (
+        result.files_seen,
+        result.files_loaded,
+        result.rows_loaded,
+        result.rows_quarantined,
+    ) == (1, 1, 3, 4)
     assert result.quarantine_share == pytest.approx(4 / 7)
-    rows = query(settings, "SELECT incident_number, _line, _file_id, _period, _version FROM incidents ORDER BY _line")
+    rows = query(
+        settings,
+        "SELECT incident_number, _line, _file_id, _period, _version FROM incidents ORDER BY _line",
+    )
     assert rows == [
         ("INC-1", 2, file_id, "2024-03", 1),
         ("INC-2", 3, file_id, "2024-03", 1),
         ("INC-7", 10, file_id, "2024-03", 1),
     ]
-    quarantined = query(settings, "SELECT line_number, file_name, export FROM quarantine ORDER BY 1")
+    quarantined = query(
+        settings, "SELECT line_number, file_name, export FROM quarantine ORDER BY 1"
+    )
     assert quarantined == [(n, "incidents_2024-03.csv", "incidents") for n in (5, 6, 8, 9)]
     ((status, by, fid, n_ok, n_bad, _),) = manifest(settings).values()
     assert (status, by, fid, n_ok, n_bad) == ("active", None, file_id, 3, 4)
@@ -92,8 +105,12 @@ def test_second_run_over_the_same_folder_changes_no_row_anywhere(settings):
     ingest_all(settings)
     before = snapshot(settings)
     assert {t: len(rows) for t, rows in before.items() if rows} == {
-        "employees": 3, "job_history": 3, "incidents": 3, "gpu_fleet": 5,
-        "manifest": 7, "quarantine": 4,
+        "employees": 3,
+        "job_history": 3,
+        "incidents": 3,
+        "gpu_fleet": 5,
+        "manifest": 7,
+        "quarantine": 4,
     }
     again = ingest_all(settings)
     assert snapshot(settings) == before
@@ -124,10 +141,16 @@ def test_corrected_v2_supersedes_v1_which_stays_in_history(settings):
     assert m["gpu_fleet_2024-03.csv"][:2] == ("superseded", v2)
     assert m["gpu_fleet_2024-03_v2.csv"][:2] == ("active", None)
     # history keeps both deliveries; the current view (rows of active files) only v2
-    assert query(settings, "SELECT _version, count(*) FROM gpu_fleet GROUP BY 1 ORDER BY 1") == [(1, 2), (2, 3)]
-    current = query(settings, """
+    assert query(settings, "SELECT _version, count(*) FROM gpu_fleet GROUP BY 1 ORDER BY 1") == [
+        (1, 2),
+        (2, 3),
+    ]
+    current = query(
+        settings,
+        """
         SELECT cluster, gpu_count FROM gpu_fleet f
-        JOIN manifest m ON m.file_id = f._file_id AND m.status = 'active' ORDER BY cluster""")
+        JOIN manifest m ON m.file_id = f._file_id AND m.status = 'active' ORDER BY cluster""",
+    )
     assert current == [("dgx-ber-2", 64), ("dgx-fra-3", 32), ("dgx-muc-1", 512)]
     assert v1 != v2
 
@@ -169,7 +192,10 @@ def test_bad_file_is_recorded_as_failed_and_never_blocks_good_files(settings):
     deliver(settings, "employees_truncated_header.csv", "hris", "employees_2024-02.csv")
     deliver(settings, "employees_bom_crlf.csv", "hris", "employees_2024-03.csv")
     result = ingest_export(settings, "employees")
-    assert [f for f, _ in result.files_failed] == ["employees_2024-01_v2.csv", "employees_2024-02.csv"]
+    assert [f for f, _ in result.files_failed] == [
+        "employees_2024-01_v2.csv",
+        "employees_2024-02.csv",
+    ]
     assert "hire_date" in result.files_failed[0][1]
     m = manifest(settings)
     assert m["employees_2024-01.csv"][:3] == ("active", None, good)
@@ -246,13 +272,24 @@ def test_raw_schema_types_follow_the_contract(tmp_path):
     with duckdb.connect(str(tmp_path / "raw.duckdb")) as con:
         ensure_raw_schema(con)
         ensure_raw_schema(con)  # idempotent
-        types = dict(con.execute(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_name = 'contractor_hours'").fetchall())
+        types = dict(
+            con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_name = 'contractor_hours'"
+            ).fetchall()
+        )
     assert types == {
-        "engagement_id": "VARCHAR", "vendor": "VARCHAR", "month": "DATE", "team": "VARCHAR",
-        "hours": "DOUBLE", "hourly_rate_usd": "DOUBLE", "_file_id": "VARCHAR", "_line": "BIGINT",
-        "_period": "VARCHAR", "_version": "BIGINT", "_extra": "JSON",
+        "engagement_id": "VARCHAR",
+        "vendor": "VARCHAR",
+        "month": "DATE",
+        "team": "VARCHAR",
+        "hours": "DOUBLE",
+        "hourly_rate_usd": "DOUBLE",
+        "_file_id": "VARCHAR",
+        "_line": "BIGINT",
+        "_period": "VARCHAR",
+        "_version": "BIGINT",
+        "_extra": "JSON",
     }
 
 
@@ -272,8 +309,17 @@ def test_a_crash_inside_the_load_transaction_leaves_nothing_half_loaded(settings
     env = {**os.environ, "TALENT_FAILPOINT": "ingest:before_commit"}
     # a new process group: the failpoint kills its whole group, which must not be pytest's
     proc = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT, str(settings.sources_dir), str(settings.warehouse_dir)],
-        env=env, start_new_session=True, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            CRASH_SCRIPT,
+            str(settings.sources_dir),
+            str(settings.warehouse_dir),
+        ],
+        env=env,
+        start_new_session=True,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL
     assert query(settings, "SELECT count(*) FROM manifest") == [(0,)]
@@ -281,4 +327,7 @@ def test_a_crash_inside_the_load_transaction_leaves_nothing_half_loaded(settings
     result = ingest_export(settings, "gpu_fleet")  # the next run loads everything once
     assert (result.files_loaded, result.rows_loaded) == (2, 5)
     assert sorted(manifest(settings).values())[0][0] == "active"
-    assert query(settings, "SELECT _version, count(*) FROM gpu_fleet GROUP BY 1 ORDER BY 1") == [(1, 2), (2, 3)]
+    assert query(settings, "SELECT _version, count(*) FROM gpu_fleet GROUP BY 1 ORDER BY 1") == [
+        (1, 2),
+        (2, 3),
+    ]

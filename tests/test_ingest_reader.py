@@ -78,7 +78,10 @@ def test_garbage_rows_are_rejected_with_physical_line_numbers_and_reasons():
     assert "found 11" in rejected[8].reason
     assert "service: missing required value" in rejected[9].reason
     assert 'gpus_affected: "two" is not a valid integer' in rejected[9].reason
-    assert rejected[6].raw_line == "INC-4,Bad severity,compute,dgx-muc-1,critical,2024-03-04 10:00,,,1,5"
+    assert (
+        rejected[6].raw_line
+        == "INC-4,Bad severity,compute,dgx-muc-1,critical,2024-03-04 10:00,,,1,5"
+    )
     good = rows_by_line(parsed)
     assert good[3]["title"] == "Switch down\nsecond line of title"
     assert good[3]["severity"] == "sev1"  # "SEV1"
@@ -106,12 +109,26 @@ def test_unterminated_quote_does_not_swallow_rows_silently():
 @pytest.mark.parametrize(
     ("fixture", "export", "phrases"),
     [
-        ("employees_missing_column.csv", "employees",
-         ["employees_missing_column.csv", "hire_date", "lacks required column", "nothing"]),
-        ("employees_truncated_header.csv", "employees",
-         ["employees_truncated_header.csv", "cut off after 'work_em'", "truncated", "re-delivery"]),
-        ("certifications_cp1252.csv", "certifications",
-         ["certifications_cp1252.csv", "UTF-8", "line 2", "0xfc"]),
+        (
+            "employees_missing_column.csv",
+            "employees",
+            ["employees_missing_column.csv", "hire_date", "lacks required column", "nothing"],
+        ),
+        (
+            "employees_truncated_header.csv",
+            "employees",
+            [
+                "employees_truncated_header.csv",
+                "cut off after 'work_em'",
+                "truncated",
+                "re-delivery",
+            ],
+        ),
+        (
+            "certifications_cp1252.csv",
+            "certifications",
+            ["certifications_cp1252.csv", "UTF-8", "line 2", "0xfc"],
+        ),
         ("responders_empty.csv", "responders", ["responders_empty.csv", "empty", "header line"]),
     ],
 )
@@ -135,9 +152,13 @@ def test_duplicate_header_column_is_a_file_error():
 
 
 def test_missing_optional_column_is_null_and_blank_lines_keep_line_numbers():
-    header = b"employee_id;effective_date;division;team;role_family;skill_level;site;employment_type;fte"
-    body = (header + b"\r\n\r\nE1;31.01.2024;AI;t;ops;2;Munich;employee;1\r\n;;;;;;;;\r\n"
-            b"E2;2024-01-31;AI;t;ops;3;Berlin;employee;0,5\r\n")
+    header = (
+        b"employee_id;effective_date;division;team;role_family;skill_level;site;employment_type;fte"
+    )
+    body = (
+        header + b"\r\n\r\nE1;31.01.2024;AI;t;ops;2;Munich;employee;1\r\n;;;;;;;;\r\n"
+        b"E2;2024-01-31;AI;t;ops;3;Berlin;employee;0,5\r\n"
+    )
     parsed = parse_export_bytes(body, "job_history", "job_history_2024-01.csv")
     rows = rows_by_line(parsed)
     assert sorted(rows) == [3, 5] and parsed.rows_total == 2 and parsed.rejected == []
@@ -159,17 +180,31 @@ def test_german_dates_in_an_english_only_export_are_rejected():
     body = b"attempt_id,learner_email,certification_code,exam_date,result\nA-1,a@x,CKA,03.02.2024,pass\n"
     parsed = parse_export_bytes(body, "certifications", "certifications_2024-02.csv")
     assert parsed.locale == "en" and parsed.rows.num_rows == 0
-    assert 'exam_date: "03.02.2024" is not a valid date (expected YYYY-MM-DD)' in parsed.rejected[0].reason
+    assert (
+        'exam_date: "03.02.2024" is not a valid date (expected YYYY-MM-DD)'
+        in parsed.rejected[0].reason
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("true", True), ("YES", True), ("Ja", True), ("1", True),
-     ("false", False), ("no", False), ("NEIN", False), ("0", False), ("", None)],
+    [
+        ("true", True),
+        ("YES", True),
+        ("Ja", True),
+        ("1", True),
+        ("false", False),
+        ("no", False),
+        ("NEIN", False),
+        ("0", False),
+        ("", None),
+    ],
 )
 def test_boolean_words(value, expected):
-    body = ("employee_id,first_name,last_name,work_email,hire_date,regrettable\n"
-            f"E1,A,B,a@x,2020-01-01,{value}\n").encode()
+    body = (
+        "employee_id,first_name,last_name,work_email,hire_date,regrettable\n"
+        f"E1,A,B,a@x,2020-01-01,{value}\n"
+    ).encode()
     parsed = parse_export_bytes(body, "employees", "employees_2020-01.csv")
     assert parsed.rows.to_pylist()[0]["regrettable"] is expected
 
@@ -182,11 +217,19 @@ def test_unknown_boolean_word_names_the_accepted_words():
 
 @pytest.mark.parametrize(
     ("delimiter", "value", "expected"),
-    [(",", "12.5", 12.5), (",", '"1,234.5"', 1234.5), (",", "-3", -3.0),
-     (";", "12,5", 12.5), (";", "1.234,5", 1234.5), (";", "1.234", 1234.0)],
+    [
+        (",", "12.5", 12.5),
+        (",", '"1,234.5"', 1234.5),
+        (",", "-3", -3.0),
+        (";", "12,5", 12.5),
+        (";", "1.234,5", 1234.5),
+        (";", "1.234", 1234.0),
+    ],
 )
 def test_decimal_numbers_per_locale(delimiter, value, expected):
-    header = delimiter.join(["engagement_id", "vendor", "month", "team", "hours", "hourly_rate_usd"])
+    header = delimiter.join(
+        ["engagement_id", "vendor", "month", "team", "hours", "hourly_rate_usd"]
+    )
     month = "03.2024" if delimiter == ";" else "2024-03"
     body = f"{header}\n" + delimiter.join(["G", "V", month, "t", value, "1"]) + "\n"
     parsed = parse_export_bytes(body.encode(), "contractor_hours", "c.csv")
@@ -202,8 +245,10 @@ def test_integer_columns_reject_non_whole_numbers(value):
 
 
 def test_timestamps_with_offset_are_converted_to_utc():
-    body = (b"incident_number,responder_email,role,assigned_at\n"
-            b"I-1,a@x,primary,2024-03-02T08:00:00+02:00\nI-2,b@x,primary,2024-03-02 08:00\n")
+    body = (
+        b"incident_number,responder_email,role,assigned_at\n"
+        b"I-1,a@x,primary,2024-03-02T08:00:00+02:00\nI-2,b@x,primary,2024-03-02 08:00\n"
+    )
     rows = parse_export_bytes(body, "responders", "responders_2024-03.csv").rows.to_pylist()
     assert rows[0]["assigned_at"] == datetime(2024, 3, 2, 6, 0)
     assert rows[1]["assigned_at"] == datetime(2024, 3, 2, 8, 0)

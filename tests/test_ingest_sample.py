@@ -21,8 +21,9 @@ from pipelines.lib.ingest import ingest_all
 def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_path: Path):
     generate = pytest.importorskip("pipelines.lib.generate")
     sources = tmp_path / "sample"
-    generate.generate_company(sources, 200, 2, date(2026, 9, 30), 7, progress=False,
-                              garbage_rows=True)
+    generate.generate_company(
+        sources, 200, 2, date(2026, 9, 30), 7, progress=False, garbage_rows=True
+    )
     truth = json.loads((sources / "ground_truth.json").read_text())
     settings = Settings(sources_dir=sources, warehouse_dir=tmp_path / "wh", reports_dir=tmp_path)
     results = ingest_all(settings)
@@ -30,23 +31,29 @@ def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_pat
     assert all(not r.files_failed and not r.unknown_files for r in results.values())
     with duckdb.connect(str(settings.raw_db), read_only=True) as con:
         for export in EXPORTS:
-            duplicates = sum(d.get("rows", 0) for d in truth["dirt"]
-                             if d["export"] == export and d["kind"] == "exact_duplicates")
+            duplicates = sum(
+                d.get("rows", 0)
+                for d in truth["dirt"]
+                if d["export"] == export and d["kind"] == "exact_duplicates"
+            )
             current = con.execute(
                 f'SELECT count(*) FROM "{export}" t JOIN manifest m '
-                "ON m.file_id = t._file_id AND m.status = 'active'").fetchone()[0]
+                "ON m.file_id = t._file_id AND m.status = 'active'"
+            ).fetchone()[0]
             assert current == truth["counts"]["rows"][export] + duplicates, export
         garbage = [d for d in truth["dirt"] if d["kind"] == "garbage_rows"]
         assert garbage, "the generator planted no garbage rows"
         for d in garbage:
             lines = con.execute(
-                "SELECT line_number FROM quarantine WHERE file_name = ? ORDER BY 1",
-                [d["file"]]).fetchall()
+                "SELECT line_number FROM quarantine WHERE file_name = ? ORDER BY 1", [d["file"]]
+            ).fetchall()
             assert [n for (n,) in lines] == d["lines"]
         assert con.execute("SELECT count(*) FROM quarantine").fetchone()[0] == sum(
-            len(d["lines"]) for d in garbage)
+            len(d["lines"]) for d in garbage
+        )
         for d in truth["dirt"]:
             if d["kind"] == "corrected_redelivery":
                 status = con.execute(
-                    "SELECT status FROM manifest WHERE file_name = ?", [d["superseded"]]).fetchone()
+                    "SELECT status FROM manifest WHERE file_name = ?", [d["superseded"]]
+                ).fetchone()
                 assert status == ("superseded",)

@@ -15,7 +15,9 @@ def _build(path: Path, rows: int, extra_sql: str = "") -> None:
     with duckdb.connect(str(path)) as con:
         con.execute("create schema if not exists marts")
         con.execute("create schema if not exists staging")
-        con.execute(f"create or replace table marts.coverage as select range as month, range * 2 as headcount from range({rows})")
+        con.execute(
+            f"create or replace table marts.coverage as select range as month, range * 2 as headcount from range({rows})"
+        )
         con.execute("comment on table marts.coverage is 'grain: month'")
         con.execute("create or replace table staging.people as select 'a@b.example' as work_email")
         if extra_sql:
@@ -34,7 +36,12 @@ def test_publish_copies_only_marts_with_comments(tmp_path):
     with duckdb.connect(str(published), read_only=True) as con:
         schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
         assert schemas == {"marts", "main"}  # main holds publish_info only
-        assert con.execute("select comment from duckdb_tables() where table_name='coverage'").fetchone()[0] == "grain: month"
+        assert (
+            con.execute(
+                "select comment from duckdb_tables() where table_name='coverage'"
+            ).fetchone()[0]
+            == "grain: month"
+        )
         assert con.execute("select run_id from publish_info").fetchone()[0] == "r1"
     assert not list(tmp_path.glob(".publishing-*"))
 
@@ -103,7 +110,16 @@ def test_published_file_opens_in_the_duckdb_cli(tmp_path):
     _build(build, 4)
     publish(build, published)
     out = subprocess.run(
-        [cli, "-readonly", "-csv", str(published), "-c", "select sum(headcount) from marts.coverage"],
-        capture_output=True, text=True, check=True,
+        [
+            cli,
+            "-readonly",
+            "-csv",
+            str(published),
+            "-c",
+            "select sum(headcount) from marts.coverage",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert out.strip().splitlines()[-1] == str(sum(2 * i for i in range(4)))

@@ -32,6 +32,7 @@ def params() -> dict[str, float]:
 
 # --- the worked example of seed-facts.md, through the command line --------------------------
 
+
 def test_worked_example_json_reproduces_the_document():
     result = CliRunner().invoke(app, ["roi", "--scenario", str(WORKED), "--json"])
     assert result.exit_code == 0, result.output
@@ -57,10 +58,20 @@ def test_worked_example_table_labels_and_explains_rounding():
     result = CliRunner().invoke(app, ["roi", "--scenario", str(WORKED)])
     assert result.exit_code == 0, result.output
     text = result.output
-    for expected in ("Total investment", "145,000", "Total annual return", "675,000",
-                     "ROI, first year (net)", "365 %", "ROI, ongoing (gross return multiple)",
-                     "465 %", "rounded DOWN", "Less downtime", "Contractor cost avoided",
-                     "ASSUMED"):
+    for expected in (
+        "Total investment",
+        "145,000",
+        "Total annual return",
+        "675,000",
+        "ROI, first year (net)",
+        "365 %",
+        "ROI, ongoing (gross return multiple)",
+        "465 %",
+        "rounded DOWN",
+        "Less downtime",
+        "Contractor cost avoided",
+        "ASSUMED",
+    ):
         assert expected in text, expected
 
 
@@ -87,6 +98,7 @@ def test_bad_assumption_value_names_file_and_key(tmp_path):
 
 # --- the three worked cases -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["case-financial-services", "case-health-system", "case-startup"])
 def test_worked_cases_run_and_mark_their_assumptions(name):
     result = run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"))
@@ -97,27 +109,56 @@ def test_worked_cases_run_and_mark_their_assumptions(name):
 
 def test_financial_services_case_invests_what_the_text_says():
     """The text: 180,000 USD training + 300,000 USD contractor support."""
-    items = {i["item"]: i["amount_usd"] for i in
-             run_scenario(load_scenario(SCENARIOS / "case-financial-services.yaml"))["items"]}
-    training = sum(items[k] for k in ("course_fees", "bootcamp_fees", "exam_fees",
-                                      "exam_materials", "lab_access", "vendor_discounts"))
+    items = {
+        i["item"]: i["amount_usd"]
+        for i in run_scenario(load_scenario(SCENARIOS / "case-financial-services.yaml"))["items"]
+    }
+    training = sum(
+        items[k]
+        for k in (
+            "course_fees",
+            "bootcamp_fees",
+            "exam_fees",
+            "exam_materials",
+            "lab_access",
+            "vendor_discounts",
+        )
+    )
     assert training == 180_000
     assert items["transition_support"] == 300_000
 
 
 # --- a small case computed by hand ----------------------------------------------------------
 
+
 def test_small_case_by_hand(params):
-    p = {**params, "course_fee_usd_per_participant": 1000.0, "vendor_discount_share": 0.5,
-         "exam_fee_usd": 200.0, "exam_materials_usd_per_attempt": 50.0,
-         "lab_access_usd_per_enrolment": 100.0, "training_hours_per_participant": 10.0,
-         "employee_rate_usd_per_hour": 50.0, "contractor_rate_usd_per_hour": 150.0,
-         "incident_rate_ratio": 0.5, "mttr_ratio": 0.5, "downtime_cost_usd_per_gpu_hour": 10.0,
-         "fleet_cost_usd_per_gpu_year": 1000.0, "efficiency_share_of_fleet_cost": 0.1,
-         "faster_deployment_usd_per_gpu_year": 0.0}
-    q = {"course_participants": 2, "vendor_course_participants": 1, "exam_attempts": 2,
-         "lab_enrolments": 2, "training_participants": 2, "baseline_downtime_gpu_hours": 100,
-         "contractor_hours_replaced": 10, "fleet_gpus": 10}
+    p = {
+        **params,
+        "course_fee_usd_per_participant": 1000.0,
+        "vendor_discount_share": 0.5,
+        "exam_fee_usd": 200.0,
+        "exam_materials_usd_per_attempt": 50.0,
+        "lab_access_usd_per_enrolment": 100.0,
+        "training_hours_per_participant": 10.0,
+        "employee_rate_usd_per_hour": 50.0,
+        "contractor_rate_usd_per_hour": 150.0,
+        "incident_rate_ratio": 0.5,
+        "mttr_ratio": 0.5,
+        "downtime_cost_usd_per_gpu_hour": 10.0,
+        "fleet_cost_usd_per_gpu_year": 1000.0,
+        "efficiency_share_of_fleet_cost": 0.1,
+        "faster_deployment_usd_per_gpu_year": 0.0,
+    }
+    q = {
+        "course_participants": 2,
+        "vendor_course_participants": 1,
+        "exam_attempts": 2,
+        "lab_enrolments": 2,
+        "training_participants": 2,
+        "baseline_downtime_gpu_hours": 100,
+        "contractor_hours_replaced": 10,
+        "fleet_gpus": 10,
+    }
     t = totals(scenario_drivers(q, p), p)
     assert t["efficiency_usd"] == 1000  # whole team certified by default: 10 GPUs x 1000 x 0.1
     q["certified_share_of_team"] = 0.5
@@ -140,13 +181,17 @@ def test_no_investment_gives_no_ratio(params):
 
 # --- monotonicity (property style over a grid) ----------------------------------------------
 
+
 def test_higher_contractor_rate_never_lowers_the_return(params):
     q = {"contractor_hours_replaced": 500, "fleet_gpus": 20, "baseline_downtime_gpu_hours": 50}
     for employee_rate in (40.0, 70.0, 120.0):
         previous = None
         for rate in range(0, 601, 25):
-            p = {**params, "contractor_rate_usd_per_hour": float(rate),
-                 "employee_rate_usd_per_hour": employee_rate}
+            p = {
+                **params,
+                "contractor_rate_usd_per_hour": float(rate),
+                "employee_rate_usd_per_hour": employee_rate,
+            }
             ret = totals(scenario_drivers(q, p), p)["return_usd"]
             assert previous is None or ret >= previous, (rate, employee_rate)
             previous = ret
@@ -158,21 +203,32 @@ def test_larger_effect_never_lowers_downtime_avoided(params):
     for baseline in (10.0, 1000.0):
         q = {"baseline_downtime_gpu_hours": baseline}
         for fixed in ratios[::6]:
-            avoided = [totals(scenario_drivers(q, p), p)["downtime_avoided_usd"]
-                       for p in ({**params, "incident_rate_ratio": r, "mttr_ratio": fixed}
-                                 for r in ratios)]
+            avoided = [
+                totals(scenario_drivers(q, p), p)["downtime_avoided_usd"]
+                for p in ({**params, "incident_rate_ratio": r, "mttr_ratio": fixed} for r in ratios)
+            ]
             assert avoided == sorted(avoided, reverse=True)
-            avoided = [totals(scenario_drivers(q, p), p)["downtime_avoided_usd"]
-                       for p in ({**params, "incident_rate_ratio": fixed, "mttr_ratio": r}
-                                 for r in ratios)]
+            avoided = [
+                totals(scenario_drivers(q, p), p)["downtime_avoided_usd"]
+                for p in ({**params, "incident_rate_ratio": fixed, "mttr_ratio": r} for r in ratios)
+            ]
             assert avoided == sorted(avoided, reverse=True)
 
 
 # --- rounding and sensitivity -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("ratio", "shown"), [
-    (530_000 / 145_000, 365), (675_000 / 145_000, 465), (3.0 - 1e-12, 300), (0.999, 99),
-    (-0.255, -26), (None, None)])
+
+@pytest.mark.parametrize(
+    ("ratio", "shown"),
+    [
+        (530_000 / 145_000, 365),
+        (675_000 / 145_000, 465),
+        (3.0 - 1e-12, 300),
+        (0.999, 99),
+        (-0.255, -26),
+        (None, None),
+    ],
+)
 def test_floor_percent_rounds_down_like_the_document(ratio, shown):
     assert floor_percent(ratio) == shown
 

@@ -28,48 +28,60 @@ Q1, Q2 = date(2024, 1, 1), date(2024, 4, 1)
 
 
 def _training_spend() -> pl.LazyFrame:
-    return pl.LazyFrame({
-        "quarter": [Q1, Q1, Q2, Q2],
-        "spend_category": ["online", "certification_exam", "apprenticeship", "bootcamp"],
-        "participants": [3, 2, 1, 1],
-        "enrolments": [4, 3, 1, 1],
-        "completions": [2, 2, 0, 1],
-        "spend_usd": [3000.0, 1200.0, 500.0, 20000.0],
-        "list_price_usd": [4000.0, 1200.0, None, 20000.0],
-        "discount_usd": [1000.0, 0.0, 0.0, 0.0],
-        "training_hours": [40.0, None, 20.0, 80.0],
-    })
+    return pl.LazyFrame(
+        {
+            "quarter": [Q1, Q1, Q2, Q2],
+            "spend_category": ["online", "certification_exam", "apprenticeship", "bootcamp"],
+            "participants": [3, 2, 1, 1],
+            "enrolments": [4, 3, 1, 1],
+            "completions": [2, 2, 0, 1],
+            "spend_usd": [3000.0, 1200.0, 500.0, 20000.0],
+            "list_price_usd": [4000.0, 1200.0, None, 20000.0],
+            "discount_usd": [1000.0, 0.0, 0.0, 0.0],
+            "training_hours": [40.0, None, 20.0, 80.0],
+        }
+    )
 
 
 def _marts() -> dict[str, pl.LazyFrame]:
     return {
         "training_spend": _training_spend(),
-        "contractor_costs": pl.LazyFrame({
-            "month": [date(2024, m, 1) for m in range(1, 7)],
-            "hours": [100.0, 100.0, 100.0, 60.0, 40.0, 120.0],
-        }),
-        "fleet_size": pl.LazyFrame({
-            "month": [date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1), date(2024, 6, 1)],
-            "cluster": ["a", "a", "a", "b"],
-            "gpu_count": [120, 120, 200, 40],
-        }),
-        "incident_downtime": pl.LazyFrame({
-            "quarter": [Q1, Q1, Q2],
-            "certification_status": ["certified", "not_certified", "certified"],
-            "gpu_hours_lost": [10.0, 99.0, 30.0],
-        }),
-        "certification_coverage": pl.LazyFrame({
-            "month": [date(2024, 1, 1), date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1)],
-            "segment_type": ["all", "team", "all", "all"],
-            "segment_value": ["all", "a", "all", "all"],
-            "coverage_share": [0.5, 0.9, 1.0, 0.25],
-        }),
-        "certification_effect": pl.LazyFrame({
-            "metric": ["incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"],
-            "estimate": [0.8, 0.625, 0.6],
-            "ci_low": [0.6, 0.5, 0.4],
-            "ci_high": [1.1, 0.9, 0.9],
-        }),
+        "contractor_costs": pl.LazyFrame(
+            {
+                "month": [date(2024, m, 1) for m in range(1, 7)],
+                "hours": [100.0, 100.0, 100.0, 60.0, 40.0, 120.0],
+            }
+        ),
+        "fleet_size": pl.LazyFrame(
+            {
+                "month": [date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1), date(2024, 6, 1)],
+                "cluster": ["a", "a", "a", "b"],
+                "gpu_count": [120, 120, 200, 40],
+            }
+        ),
+        "incident_downtime": pl.LazyFrame(
+            {
+                "quarter": [Q1, Q1, Q2],
+                "certification_status": ["certified", "not_certified", "certified"],
+                "gpu_hours_lost": [10.0, 99.0, 30.0],
+            }
+        ),
+        "certification_coverage": pl.LazyFrame(
+            {
+                "month": [date(2024, 1, 1), date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1)],
+                "segment_type": ["all", "team", "all", "all"],
+                "segment_value": ["all", "a", "all", "all"],
+                "coverage_share": [0.5, 0.9, 1.0, 0.25],
+            }
+        ),
+        "certification_effect": pl.LazyFrame(
+            {
+                "metric": ["incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"],
+                "estimate": [0.8, 0.625, 0.6],
+                "ci_low": [0.6, 0.5, 0.4],
+                "ci_high": [1.1, 0.9, 0.9],
+            }
+        ),
     }
 
 
@@ -79,6 +91,7 @@ def assumptions():
 
 
 # --- pure Polars jobs on tiny frames ----------------------------------------------------------
+
 
 def test_investment_drivers_split_fees_by_kind_and_fall_back_to_spend():
     lf = _training_spend()
@@ -94,14 +107,22 @@ def test_investment_drivers_split_fees_by_kind_and_fall_back_to_spend():
 
 
 def test_contractor_hours_replaced_are_the_shortfall_below_the_first_months():
-    out = contractor_drivers(_marts()["contractor_costs"], baseline_months=3).sort("quarter").collect()
+    out = (
+        contractor_drivers(_marts()["contractor_costs"], baseline_months=3)
+        .sort("quarter")
+        .collect()
+    )
     # baseline 100 h/month; Q2: (100-60) + (100-40) + max(0, 100-120) = 100
     assert out["contractor_hours_replaced"].to_list() == [0.0, 100.0]
 
 
 def test_certified_gpu_years_and_certified_downtime_per_quarter():
     marts = _marts()
-    fleet = fleet_drivers(marts["fleet_size"], marts["certification_coverage"]).sort("quarter").collect()
+    fleet = (
+        fleet_drivers(marts["fleet_size"], marts["certification_coverage"])
+        .sort("quarter")
+        .collect()
+    )
     # Q1: (120 x 0.5 + 120 x 1.0) / 12 = 15 (the team row is ignored); Q2: 240 x 0.25 / 12 = 5
     assert fleet["certified_fleet_gpu_years"].to_list() == [15.0, 5.0]
     down = downtime_drivers(_marts()["incident_downtime"]).sort("quarter").collect()
@@ -119,8 +140,13 @@ def test_quarterly_drivers_fill_absent_quarters_with_zero():
 
 
 def test_year_rows_are_the_sum_of_their_quarters(assumptions):
-    drivers = pl.LazyFrame({"quarter": [Q1, Q2], "course_list_price_usd": [1000.0, 3000.0],
-                            "certified_fleet_gpu_years": [10.0, 30.0]})
+    drivers = pl.LazyFrame(
+        {
+            "quarter": [Q1, Q2],
+            "course_list_price_usd": [1000.0, 3000.0],
+            "certified_fleet_gpu_years": [10.0, 30.0],
+        }
+    )
     p = base_params(assumptions)
     out = roi_by_period(drivers, p).collect()
     year = out.filter(pl.col("period_type") == "year").row(0, named=True)
@@ -134,6 +160,7 @@ def test_year_rows_are_the_sum_of_their_quarters(assumptions):
 
 # --- the three tables, checked by hand --------------------------------------------------------
 
+
 def test_tables_from_tiny_marts_match_a_hand_calculation(assumptions):
     tables = build_roi_tables(_marts(), assumptions)
     p = base_params(assumptions)
@@ -141,18 +168,25 @@ def test_tables_from_tiny_marts_match_a_hand_calculation(assumptions):
     # downtime: (10 + 30) GPU-h x (1 / (0.8 x 0.625) - 1 = 1) x cost per GPU-hour
     assert by_item["downtime_avoided"] == pytest.approx(40 * p["downtime_cost_usd_per_gpu_hour"])
     assert by_item["contractor_cost_avoided"] == pytest.approx(
-        100 * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"]))
+        100 * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"])
+    )
     assert by_item["vendor_discounts"] == -1000
     assert by_item["efficiency"] == pytest.approx(
-        20 * p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"])
+        20 * p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"]
+    )
     assert by_item["apprenticeship_senior_time"] == pytest.approx(
-        p["apprenticeship_months"] * p["hours_per_month"] * p["senior_rate_usd_per_hour"]
-        * p["apprenticeship_senior_productivity_loss"])
+        p["apprenticeship_months"]
+        * p["hours_per_month"]
+        * p["senior_rate_usd_per_hour"]
+        * p["apprenticeship_senior_productivity_loss"]
+    )
     year = tables["roi_by_period"].filter(pl.col("period_type") == "year").row(0, named=True)
     invested = tables["roi_summary"].filter(pl.col("category") == "investment")["amount_usd"].sum()
     assert year["investment_usd"] == pytest.approx(invested)
-    assert "incident_rate_ratio=0.8" in tables["roi_summary"].filter(
-        pl.col("item") == "downtime_avoided")["inputs"].item()
+    assert (
+        "incident_rate_ratio=0.8"
+        in tables["roi_summary"].filter(pl.col("item") == "downtime_avoided")["inputs"].item()
+    )
 
 
 def test_sensitivity_uses_the_effect_ci_and_its_base_is_the_base_roi(assumptions):
@@ -162,22 +196,29 @@ def test_sensitivity_uses_the_effect_ci_and_its_base_is_the_base_roi(assumptions
     inv = summary.filter(pl.col("category") == "investment")["amount_usd"].sum()
     ret = summary.filter(pl.col("category") == "return")["amount_usd"].sum()
     assert sens["base_roi"].unique().to_list() == [pytest.approx((ret - inv) / inv)]
-    assert years.filter(pl.col("period_type") == "year")["net_roi"].item() == pytest.approx((ret - inv) / inv)
+    assert years.filter(pl.col("period_type") == "year")["net_roi"].item() == pytest.approx(
+        (ret - inv) / inv
+    )
     irr = sens.filter(pl.col("assumption") == "incident_rate_ratio").row(0, named=True)
     assert (irr["low_value"], irr["base_value"], irr["high_value"]) == (0.6, 0.8, 1.1)
-    joint = sens.filter(pl.col("assumption").str.starts_with("certification_effect CI")).row(0, named=True)
+    joint = sens.filter(pl.col("assumption").str.starts_with("certification_effect CI")).row(
+        0, named=True
+    )
     # both ratios at their lower bounds = the largest effect = the highest ROI
     assert joint["roi_at_low"] > joint["base_roi"] > joint["roi_at_high"]
     assert sens["swing"].to_list() == sorted(sens["swing"].to_list(), reverse=True)
 
 
 def test_missing_effect_metric_is_named(assumptions):
-    effect = pl.DataFrame({"metric": ["mttr_ratio"], "estimate": [0.8], "ci_low": [0.7], "ci_high": [0.9]})
+    effect = pl.DataFrame(
+        {"metric": ["mttr_ratio"], "estimate": [0.8], "ci_low": [0.7], "ci_high": [0.9]}
+    )
     with pytest.raises(RoiInputError, match="incident_rate_ratio.*statistics asset"):
         warehouse_assumptions(assumptions, effect)
 
 
 # --- DuckDB in and out, and the Dagster asset -------------------------------------------------
+
 
 def _write_marts(path, skip: str | None = None) -> None:
     with duckdb.connect(str(path)) as con:
@@ -191,7 +232,10 @@ def _write_marts(path, skip: str | None = None) -> None:
 def test_missing_mart_fails_with_its_name(tmp_path):
     db = tmp_path / "talent.duckdb"
     _write_marts(db, skip="fleet_size")
-    with duckdb.connect(str(db)) as con, pytest.raises(RoiInputError, match=r"marts\.fleet_size is missing"):
+    with (
+        duckdb.connect(str(db)) as con,
+        pytest.raises(RoiInputError, match=r"marts\.fleet_size is missing"),
+    ):
         read_marts(con)
 
 
@@ -202,7 +246,9 @@ def test_tables_round_trip_through_duckdb(tmp_path, assumptions):
         tables = build_roi_tables(read_marts(con), assumptions)
         write_tables(con, tables)
         write_tables(con, tables)  # create or replace: a rerun is fine
-        counts = {n: con.execute(f"select count(*) from marts.{n}").fetchall()[0][0] for n in tables}
+        counts = {
+            n: con.execute(f"select count(*) from marts.{n}").fetchall()[0][0] for n in tables
+        }
     assert counts == {n: df.height for n, df in tables.items()}
 
 
@@ -210,11 +256,17 @@ def test_asset_materialises_the_three_tables(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     _write_marts(build / "talent.duckdb")
-    result = dg.materialize([roi_tables], resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))})
+    result = dg.materialize(
+        [roi_tables], resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))}
+    )
     assert result.success
     with duckdb.connect(str(build / "talent.duckdb"), read_only=True) as con:
-        names = {r[0] for r in con.execute(
-            "select table_name from information_schema.tables where table_schema = 'marts'").fetchall()}
+        names = {
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'marts'"
+            ).fetchall()
+        }
     assert {"roi_by_period", "roi_summary", "roi_sensitivity"} <= names
 
 
@@ -222,8 +274,11 @@ def test_asset_fails_with_the_missing_mart_named(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     _write_marts(build / "talent.duckdb", skip="certification_effect")
-    result = dg.materialize([roi_tables], resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))},
-                            raise_on_error=False)
+    result = dg.materialize(
+        [roi_tables],
+        resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))},
+        raise_on_error=False,
+    )
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data.error
     assert "marts.certification_effect is missing" in str(failure)
@@ -237,9 +292,16 @@ def test_larger_measured_effect_never_lowers_downtime_avoided(assumptions):
     grid = [r / 10 for r in range(1, 13)]  # 0.1 .. 1.2 (above 1: certification made it worse)
     p = base_params(assumptions)
     for fixed in (0.3, 0.8, 1.1):
-        for name, other in (("incident_rate_ratio", "mttr_ratio"), ("mttr_ratio", "incident_rate_ratio")):
-            cols = [compute_items(drivers, {**p, name: r, other: fixed}).collect()["downtime_avoided_usd"]
-                    for r in grid]
+        for name, other in (
+            ("incident_rate_ratio", "mttr_ratio"),
+            ("mttr_ratio", "incident_rate_ratio"),
+        ):
+            cols = [
+                compute_items(drivers, {**p, name: r, other: fixed}).collect()[
+                    "downtime_avoided_usd"
+                ]
+                for r in grid
+            ]
             for row in range(3):
                 values = [c[row] for c in cols]
                 assert values == sorted(values, reverse=True), (name, fixed, row)

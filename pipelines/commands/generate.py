@@ -14,34 +14,73 @@ def _parse_day(value: str | None, option: str) -> date | None:
     try:
         return datetime.strptime(value, "%Y-%m-%d").date()
     except ValueError:
-        raise typer.BadParameter(f"{value!r} is not a date; write it as YYYY-MM-DD, e.g. 2026-09-30",
-                                 param_hint=option) from None
+        raise typer.BadParameter(
+            f"{value!r} is not a date; write it as YYYY-MM-DD, e.g. 2026-09-30", param_hint=option
+        ) from None
 
 
 def command(
-    out: Path = typer.Option(..., "--out", help="Folder to write hris/, lms/, incidents/, fleet/ and ground_truth.json into."),
-    employees: int = typer.Option(3000, "--employees", min=50, help="Company headcount at the start."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="Folder to write hris/, lms/, incidents/, fleet/ and ground_truth.json into.",
+    ),
+    employees: int = typer.Option(
+        3000, "--employees", min=50, help="Company headcount at the start."
+    ),
     years: int = typer.Option(4, "--years", min=1, help="Years of history to simulate."),
-    end_date: str = typer.Option(..., "--end-date", help="Last day covered by the exports (YYYY-MM-DD)."),
-    seed: int = typer.Option(42, "--seed", help="Random seed; the same seed gives byte-identical files."),
-    daily_from: str | None = typer.Option(None, "--daily-from", help="Records dated on or after this day go to daily files <export>_YYYY-MM-DD.csv."),
+    end_date: str = typer.Option(
+        ..., "--end-date", help="Last day covered by the exports (YYYY-MM-DD)."
+    ),
+    seed: int = typer.Option(
+        42, "--seed", help="Random seed; the same seed gives byte-identical files."
+    ),
+    daily_from: str | None = typer.Option(
+        None,
+        "--daily-from",
+        help="Records dated on or after this day go to daily files <export>_YYYY-MM-DD.csv.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
-    clean: bool = typer.Option(False, "--clean", help="No realistic dirt (duplicates, corrected re-delivery, blanks, mixed-case e-mails, CRLF, BOMs)."),
-    garbage_rows: bool = typer.Option(False, "--garbage-rows", help="Add two unreadable lines to one incidents file for the quarantine."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace exports already in --out (otherwise refuse to mix two companies)."),
+    clean: bool = typer.Option(
+        False,
+        "--clean",
+        help="No realistic dirt (duplicates, corrected re-delivery, blanks, mixed-case e-mails, CRLF, BOMs).",
+    ),
+    garbage_rows: bool = typer.Option(
+        False,
+        "--garbage-rows",
+        help="Add two unreadable lines to one incidents file for the quarantine.",
+    ),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="Replace exports already in --out (otherwise refuse to mix two companies).",
+    ),
 ) -> None:
     from pipelines.lib.generate import generate_company
 
     end = _parse_day(end_date, "--end-date")
     daily = _parse_day(daily_from, "--daily-from")
     try:
-        summary = generate_company(out, employees, years, end, seed, daily_from=daily, progress=not quiet,
-                                   dirt=not clean, garbage_rows=garbage_rows, overwrite=overwrite)
+        summary = generate_company(
+            out,
+            employees,
+            years,
+            end,
+            seed,
+            daily_from=daily,
+            progress=not quiet,
+            dirt=not clean,
+            garbage_rows=garbage_rows,
+            overwrite=overwrite,
+        )
     except ValueError as exc:
         typer.echo(f"talent generate: {exc}", err=True)
         raise typer.Exit(2) from None
     if not quiet:
         rows = ", ".join(f"{k} {v}" for k, v in summary["rows"].items())
-        typer.echo(f"wrote {summary['files_written']} files to {out} ({rows}); "
-                   f"{summary['infra_engineers']} infrastructure engineers; ground truth in ground_truth.json",
-                   err=True)
+        typer.echo(
+            f"wrote {summary['files_written']} files to {out} ({rows}); "
+            f"{summary['infra_engineers']} infrastructure engineers; ground truth in ground_truth.json",
+            err=True,
+        )

@@ -36,7 +36,9 @@ def render(result: dict) -> str:
         lines += ["", f"{title:<{width}}{'USD':>12}   how"]
         for i in result["items"]:
             if i["category"] == category and i["amount_usd"] != 0:
-                lines.append(f"  {i['label']:<{width - 2}}{_usd(i['amount_usd']):>12}   {i['formula']}")
+                lines.append(
+                    f"  {i['label']:<{width - 2}}{_usd(i['amount_usd']):>12}   {i['formula']}"
+                )
                 lines.append(f"  {'':<{width - 2}}{'':>12}     {i['inputs']}")
         lines.append(f"{total_label:<{width}}{_usd(total):>12}")
     lines.append("")
@@ -53,25 +55,37 @@ def render(result: dict) -> str:
     overridden = [a for a in result["assumptions"] if a["basis"] != "assumptions file"]
     if overridden:
         lines += ["", "Assumptions this scenario sets:"]
-        lines += [f"  * {a['name']} = {a['base']:,.6g} {a['unit']}  ({a['basis'].split(': ', 1)[-1]})"
-                  for a in overridden]
+        lines += [
+            f"  * {a['name']} = {a['base']:,.6g} {a['unit']}  ({a['basis'].split(': ', 1)[-1]})"
+            for a in overridden
+        ]
     for note in result["notes"]:
         lines.append(f"Note: {note}")
-    lines += ["", "Sensitivity of the first-year net ROI (one assumption at a time, others at base):",
-              f"  {'assumption':<46}{'low':>10}{'high':>10}{'ROI at low':>12}{'ROI at high':>12}"]
+    lines += [
+        "",
+        "Sensitivity of the first-year net ROI (one assumption at a time, others at base):",
+        f"  {'assumption':<46}{'low':>10}{'high':>10}{'ROI at low':>12}{'ROI at high':>12}",
+    ]
     for s in result["sensitivity"][:10]:
         low = "" if s["low_value"] is None else f"{s['low_value']:,.6g}"
         high = "" if s["high_value"] is None else f"{s['high_value']:,.6g}"
-        lines.append(f"  {s['assumption']:<46}{low:>10}{high:>10}"
-                     f"{_pct(s['roi_at_low']):>12}{_pct(s['roi_at_high']):>12}")
+        lines.append(
+            f"  {s['assumption']:<46}{low:>10}{high:>10}"
+            f"{_pct(s['roi_at_low']):>12}{_pct(s['roi_at_high']):>12}"
+        )
     return "\n".join(lines)
 
 
 def command(
-    scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario YAML file (see sources/scenarios/)."),
+    scenario: Path = typer.Option(
+        ..., "--scenario", "-s", help="Scenario YAML file (see sources/scenarios/)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     assumptions: Path | None = typer.Option(
-        None, "--assumptions", help="Assumptions YAML (default: sources/scenarios/assumptions.yaml)."),
+        None,
+        "--assumptions",
+        help="Assumptions YAML (default: sources/scenarios/assumptions.yaml).",
+    ),
 ) -> None:
     """Price a training plan: investment, annual return, ROI first year and ongoing."""
     from pipelines.lib.roi import RoiInputError, load_scenario, run_scenario

@@ -7,7 +7,6 @@ of each quarter), TALENT_SETTLE_SECONDS (a file must be unchanged this long befo
 picks it up, so half-copied exports are not read).
 """
 
-
 import hashlib
 import json
 import os
@@ -91,7 +90,8 @@ def contract_files(sources_dir: Path) -> list[Path]:
         folder = sources_dir / export.folder
         if folder.is_dir():
             files.extend(
-                p for p in folder.iterdir()
+                p
+                for p in folder.iterdir()
                 if p.is_file() and (parsed := parse_file_name(p.name)) and parsed[0] == export.name
             )
     return sorted(files)

@@ -4,7 +4,6 @@ The publish asset depends on every `marts/*` asset, so a failed dbt test, a fail
 check or a failed statistics/ROI step leaves the previous published file in place.
 """
 
-
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -33,7 +32,9 @@ def build_publish_defs(upstream: Sequence[dg.AssetKey]) -> dg.Definitions:
         ),
         freshness_policy=dg.FreshnessPolicy.time_window(fail_window=FRESHNESS_WINDOW),
     )
-    def published(context: dg.AssetExecutionContext, settings: TalentSettings) -> dg.MaterializeResult:
+    def published(
+        context: dg.AssetExecutionContext, settings: TalentSettings
+    ) -> dg.MaterializeResult:
         s = settings.get()
         try:
             result = publish(s.build_db, s.published_db, run_id=context.run_id)

@@ -22,11 +22,11 @@ ROI_KEYS = {name: dg.AssetKey(["marts", name]) for name in OUTPUT_TABLES}
 
 DESCRIPTIONS = {
     "roi_by_period": "Investment, returns and ROI per quarter and calendar year "
-                     "(grain: period_type, period_start).",
+    "(grain: period_type, period_start).",
     "roi_summary": "One row per investment or return line item over the data window, with its "
-                   "formula and inputs (grain: category, item).",
+    "formula and inputs (grain: category, item).",
     "roi_sensitivity": "Tornado table: net ROI with each assumption at low and at high "
-                       "(grain: assumption); includes the certification-effect CI.",
+    "(grain: assumption); includes the certification-effect CI.",
 }
 
 

@@ -6,19 +6,31 @@
 with deliveries as (
     select min(strptime(left(period, 7) || '-01', '%Y-%m-%d'))::date as first_delivery
     from {{ source('raw', 'manifest') }}
-    where status = 'active'
+    where
+        status = 'active'
         and export in ('employees', 'job_history')
 ),
 
 dated as (
-    select max(effective_date) as d, min(effective_date) as first_d from {{ ref('stg_hris__job_history') }}
+    select
+        max(effective_date) as d,
+        min(effective_date) as first_d
+    from {{ ref('stg_hris__job_history') }}
     union all
-    select max(greatest(hire_date, coalesce(termination_date, hire_date))), min(hire_date)
+    select
+        max(greatest(hire_date, coalesce(termination_date, hire_date))),
+        min(hire_date)
     from {{ ref('stg_hris__employees') }}
     union all
-    select max(opened_at)::date, null from {{ ref('stg_incidents__incidents') }}
+    select
+        max(opened_at)::date,
+        null
+    from {{ ref('stg_incidents__incidents') }}
     union all
-    select max(exam_date), null from {{ ref('stg_lms__certifications') }}
+    select
+        max(exam_date),
+        null
+    from {{ ref('stg_lms__certifications') }}
 ),
 
 final as (

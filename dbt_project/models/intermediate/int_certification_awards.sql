@@ -12,7 +12,8 @@ final as (
         issued_on,
         expires_on,
     from attempts
-    where result = 'pass'
+    where
+        result = 'pass'
         and person_key is not null
         and issued_on is not null
 )

@@ -27,4 +27,7 @@ final as (
     cross join bounds as b
 )
 
-select *, spell_number > 1 as is_rehire from final
+select
+    *,
+    spell_number > 1 as is_rehire
+from final

@@ -41,8 +41,9 @@ month_overlaps as (
         datediff('day', greatest(h.valid_from, m.month), least(h.valid_to, m.month_end)) + 1 as days,
     from history as h
     inner join months as m
-        on h.valid_from <= m.month_end
-        and h.valid_to >= m.month
+        on
+            h.valid_from <= m.month_end
+            and h.valid_to >= m.month
 ),
 
 person_months as (
@@ -79,9 +80,10 @@ certs_on_date as (
         count(distinct case when c.valid_to between pm.month_end + 1 and pm.month_end + 90 then c.certification_code end) as expiring_next_90d,
     from person_months as pm
     inner join cert_intervals as c
-        on c.person_key = pm.person_key
-        and c.valid_from <= pm.measured_on
-        and (c.valid_to is null or c.valid_to >= pm.measured_on)
+        on
+            c.person_key = pm.person_key
+            and c.valid_from <= pm.measured_on
+            and (c.valid_to is null or c.valid_to >= pm.measured_on)
     group by pm.person_key, pm.month
 ),
 
@@ -97,7 +99,10 @@ separations as (
 ),
 
 incident_counts as (
-    select person_key, month, count(*) as incidents
+    select
+        person_key,
+        month,
+        count(*) as incidents
     from responses
     group by all
 ),
@@ -130,19 +135,23 @@ final as (
         fl.fleet_size_class,
     from person_months as pm
     left join certs_on_date as c
-        on c.person_key = pm.person_key
-        and c.month = pm.month
+        on
+            c.person_key = pm.person_key
+            and c.month = pm.month
     left join first_cert as f
         on f.person_key = pm.person_key
     left join separations as s
-        on s.person_key = pm.person_key
-        and s.month = pm.month
+        on
+            s.person_key = pm.person_key
+            and s.month = pm.month
     left join incident_counts as i
-        on i.person_key = pm.person_key
-        and i.month = pm.month
+        on
+            i.person_key = pm.person_key
+            and i.month = pm.month
     left join fleet as fl
-        on fl.cluster = pm.team
-        and fl.month = pm.month
+        on
+            fl.cluster = pm.team
+            and fl.month = pm.month
 )
 
 select * from final

@@ -12,7 +12,10 @@ classes as (
 ),
 
 clusters as (
-    select cluster, min(as_of_date) as first_as_of from fleet group by cluster
+    select
+        cluster,
+        min(as_of_date) as first_as_of
+    from fleet group by cluster
 ),
 
 as_of as (
@@ -26,8 +29,9 @@ as_of as (
     inner join clusters as c
         on c.first_as_of <= m.month_end
     asof join fleet as f
-        on f.cluster = c.cluster
-        and f.as_of_date <= m.month_end
+        on
+            f.cluster = c.cluster
+            and f.as_of_date <= m.month_end
 ),
 
 final as (
@@ -39,8 +43,9 @@ final as (
         k.fleet_size_class,
     from as_of as a
     left join classes as k
-        on a.gpu_count >= k.gpu_min
-        and (k.gpu_max is null or a.gpu_count <= k.gpu_max)
+        on
+            a.gpu_count >= k.gpu_min
+            and (k.gpu_max is null or a.gpu_count <= k.gpu_max)
 )
 
 select * from final

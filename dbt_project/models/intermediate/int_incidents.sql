@@ -38,10 +38,11 @@ final as (
         i.severity,
         coalesce(h.in_scope, false) as responder_in_scope,
         h.team as responder_team,
-        exists (
+        exists(
             select 1
             from cert_intervals as c
-            where c.person_key = p.person_key
+            where
+                c.person_key = p.person_key
                 and c.valid_from <= i.opened_at::date
                 and (c.valid_to is null or c.valid_to >= i.opened_at::date)
         ) as is_certified,
@@ -59,8 +60,9 @@ final as (
     left join primary_responders as p
         on p.incident_number = i.incident_number
     left join history as h
-        on h.person_key = p.person_key
-        and i.opened_at::date between h.valid_from and h.valid_to
+        on
+            h.person_key = p.person_key
+            and i.opened_at::date between h.valid_from and h.valid_to
 )
 
 select * from final

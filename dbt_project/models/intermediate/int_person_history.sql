@@ -39,9 +39,10 @@ joined as (
         j.change_reason,
     from job_intervals as j
     inner join spells as s
-        on s.person_key = j.person_key
-        and j.effective_date <= s.spell_end
-        and j.job_valid_to >= s.hire_date
+        on
+            s.person_key = j.person_key
+            and j.effective_date <= s.spell_end
+            and j.job_valid_to >= s.hire_date
 ),
 
 -- A spell that starts before its first job record takes the first record of the spell from its
@@ -56,7 +57,7 @@ final as (
             end as valid_from
         ),
         division = {{ scope_division() }}
-            and employment_type in {{ included_employment_types() }} as in_scope,
+        and employment_type in {{ included_employment_types() }} as in_scope,
     from joined
 )
 

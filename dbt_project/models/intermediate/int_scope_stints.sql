@@ -52,8 +52,9 @@ final as (
         case when s.termination_date is not null and t.stint_to = s.termination_date then s.regrettable end as regrettable,
     from stints as t
     inner join spells as s
-        on s.person_key = t.person_key
-        and s.spell_number = t.spell_number
+        on
+            s.person_key = t.person_key
+            and s.spell_number = t.spell_number
 )
 
 select * from final

@@ -26,7 +26,11 @@ bounds as (
 ),
 
 periods as (
-    select 'month' as period_type, month as period_start, month_end as period_end from months
+    select
+        'month' as period_type,
+        month as period_start,
+        month_end as period_end
+    from months
     union all
     select distinct
         'quarter' as period_type,
@@ -44,8 +48,9 @@ stint_periods as (
         s.*,
     from periods as p
     inner join stints as s
-        on s.stint_from <= p.period_end
-        and s.stint_to >= p.period_start
+        on
+            s.stint_from <= p.period_end
+            and s.stint_to >= p.period_start
 ),
 
 person_periods as (
@@ -78,7 +83,8 @@ attributed as (
         case
             when exists (
                 select 1 from cert_intervals as c
-                where c.person_key = pp.person_key
+                where
+                    c.person_key = pp.person_key
                     and c.valid_from <= pp.attributed_on
                     and (c.valid_to is null or c.valid_to >= pp.attributed_on)
             ) then 'certified'
@@ -86,20 +92,41 @@ attributed as (
         end as certification_status,
     from person_periods as pp
     left join history as h
-        on h.person_key = pp.person_key
-        and pp.attributed_on between h.valid_from and h.valid_to
+        on
+            h.person_key = pp.person_key
+            and pp.attributed_on between h.valid_from and h.valid_to
 ),
 
 segmented as (
-    select 'all' as segment_type, 'all' as segment_value, * from attributed
+    select
+        'all' as segment_type,
+        'all' as segment_value,
+        *
+    from attributed
     union all by name
-    select 'certification_status' as segment_type, certification_status as segment_value, * from attributed
+    select
+        'certification_status' as segment_type,
+        certification_status as segment_value,
+        *
+    from attributed
     union all by name
-    select 'level' as segment_type, level as segment_value, * from attributed
+    select
+        'level' as segment_type,
+        level as segment_value,
+        *
+    from attributed
     union all by name
-    select 'role_family' as segment_type, role_family as segment_value, * from attributed
+    select
+        'role_family' as segment_type,
+        role_family as segment_value,
+        *
+    from attributed
     union all by name
-    select 'team' as segment_type, team as segment_value, * from attributed
+    select
+        'team' as segment_type,
+        team as segment_value,
+        *
+    from attributed
 ),
 
 counts as (
@@ -151,11 +178,15 @@ final as (
         turnover_rate,
         voluntary_turnover_rate,
         turnover_rate * case period_type when 'month' then 12 else 4 end as annualized_turnover_rate,
-        case when period_type = 'month' and segment_type = 'all' then
-            sum(turnover_rate) over w12
+        case
+            when period_type = 'month' and segment_type = 'all'
+                then
+                    sum(turnover_rate) over w12
         end as trailing_12m_turnover_rate,
-        case when period_type = 'month' and segment_type = 'all' and count(*) over w12 = 12 then
-            100.0 * (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
+        case
+            when period_type = 'month' and segment_type = 'all' and count(*) over w12 = 12
+                then
+                    100.0 * (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
         end as rolling_12m_retention,
         greatest(headcount_start, headcount_end) >= {{ min_group_size() }} as group_size_ok,
     from rates

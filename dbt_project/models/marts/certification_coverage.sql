@@ -21,13 +21,17 @@ requirements as (
 ),
 
 first_award as (
-    select person_key, min(issued_on) as first_issued_on
+    select
+        person_key,
+        min(issued_on) as first_issued_on
     from {{ ref('int_certification_awards') }}
     group by person_key
 ),
 
 first_hire as (
-    select person_key, min(hire_date) as first_hire_date
+    select
+        person_key,
+        min(hire_date) as first_hire_date
     from spells
     group by person_key
 ),
@@ -43,8 +47,9 @@ people as (
         end as months_to_first_cert,
     from panel as p
     left join requirements as r
-        on r.fleet_size_class = p.fleet_size_class
-        and r.role_family = p.role_family
+        on
+            r.fleet_size_class = p.fleet_size_class
+            and r.role_family = p.role_family
     left join first_award as fa
         on fa.person_key = p.person_key
     left join first_hire as fh
@@ -69,20 +74,46 @@ people_with_exams as (
         coalesce(e.exam_passes, 0) as exam_passes,
     from people as p
     left join exam_counts as e
-        on e.person_key = p.person_key
-        and e.month = p.month
+        on
+            e.person_key = p.person_key
+            and e.month = p.month
 ),
 
 segmented as (
-    select month, 'all' as segment_type, 'all' as segment_value, * exclude (month) from people_with_exams
+    select
+        month,
+        'all' as segment_type,
+        'all' as segment_value,
+        * exclude (month)
+    from people_with_exams
     union all by name
-    select month, 'team' as segment_type, team as segment_value, * exclude (month) from people_with_exams
+    select
+        month,
+        'team' as segment_type,
+        team as segment_value,
+        * exclude (month)
+    from people_with_exams
     union all by name
-    select month, 'role_family' as segment_type, role_family as segment_value, * exclude (month) from people_with_exams
+    select
+        month,
+        'role_family' as segment_type,
+        role_family as segment_value,
+        * exclude (month)
+    from people_with_exams
     union all by name
-    select month, 'level' as segment_type, skill_level::varchar as segment_value, * exclude (month) from people_with_exams
+    select
+        month,
+        'level' as segment_type,
+        skill_level::varchar as segment_value,
+        * exclude (month)
+    from people_with_exams
     union all by name
-    select month, 'site' as segment_type, site as segment_value, * exclude (month) from people_with_exams
+    select
+        month,
+        'site' as segment_type,
+        site as segment_value,
+        * exclude (month)
+    from people_with_exams
 ),
 
 final as (

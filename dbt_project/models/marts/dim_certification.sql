@@ -4,7 +4,10 @@ with catalogue as (
 ),
 
 awards as (
-    select certification_code, count(*) as awards, count(distinct person_key) as holders_ever
+    select
+        certification_code,
+        count(*) as awards,
+        count(distinct person_key) as holders_ever
     from {{ ref('int_certification_awards') }}
     group by certification_code
 ),

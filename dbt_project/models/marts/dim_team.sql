@@ -19,7 +19,9 @@ latest_fleet as (
 ),
 
 headcount as (
-    select team, count(*) as current_headcount
+    select
+        team,
+        count(*) as current_headcount
     from panel
     where active_at_month_end and month = (select max(month) from panel)
     group by team

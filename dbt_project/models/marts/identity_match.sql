@@ -1,11 +1,23 @@
 -- How many records of each source could be linked to an HRIS person by normalised e-mail.
 -- Unmatched records stay in staging with email_key (a pseudonym of the e-mail).
 with sources as (
-    select 'lms_enrolments' as source, person_key, email_key from {{ ref('stg_lms__enrolments') }}
+    select
+        'lms_enrolments' as source,
+        person_key,
+        email_key
+    from {{ ref('stg_lms__enrolments') }}
     union all
-    select 'lms_certifications', person_key, email_key from {{ ref('stg_lms__certifications') }}
+    select
+        'lms_certifications',
+        person_key,
+        email_key
+    from {{ ref('stg_lms__certifications') }}
     union all
-    select 'incident_responders', person_key, email_key from {{ ref('stg_incidents__responders') }}
+    select
+        'incident_responders',
+        person_key,
+        email_key
+    from {{ ref('stg_incidents__responders') }}
 ),
 
 final as (

@@ -24,39 +24,108 @@ responses as (
         p.months_since_first_cert,
     from {{ ref('int_incident_responses') }} as r
     inner join panel as p
-        on p.person_key = r.person_key
-        and p.month = r.month
+        on
+            p.person_key = r.person_key
+            and p.month = r.month
 ),
 
 panel_rows as (
-    select 'status' as breakdown, null::date as quarter, certification_status, null::integer as relative_month, person_key, exposure_months from panel
+    select
+        'status' as breakdown,
+        null::date as quarter,
+        certification_status,
+        null::integer as relative_month,
+        person_key,
+        exposure_months
+    from panel
     union all
-    select 'status', null, 'all', null, person_key, exposure_months from panel
+    select
+        'status',
+        null,
+        'all',
+        null,
+        person_key,
+        exposure_months
+    from panel
     union all
-    select 'quarter_by_status', quarter, certification_status, null, person_key, exposure_months from panel
+    select
+        'quarter_by_status',
+        quarter,
+        certification_status,
+        null,
+        person_key,
+        exposure_months
+    from panel
     union all
-    select 'quarter_by_status', quarter, 'all', null, person_key, exposure_months from panel
+    select
+        'quarter_by_status',
+        quarter,
+        'all',
+        null,
+        person_key,
+        exposure_months
+    from panel
     union all
-    select 'event_time', null, 'all', months_since_first_cert::integer, person_key, exposure_months from panel
+    select
+        'event_time',
+        null,
+        'all',
+        months_since_first_cert::integer,
+        person_key,
+        exposure_months
+    from panel
     where months_since_first_cert between -12 and 12
 ),
 
 response_rows as (
-    select 'status' as breakdown, null::date as quarter, certification_status, null::integer as relative_month, resolve_minutes from responses
+    select
+        'status' as breakdown,
+        null::date as quarter,
+        certification_status,
+        null::integer as relative_month,
+        resolve_minutes
+    from responses
     union all
-    select 'status', null, 'all', null, resolve_minutes from responses
+    select
+        'status',
+        null,
+        'all',
+        null,
+        resolve_minutes
+    from responses
     union all
-    select 'quarter_by_status', quarter, certification_status, null, resolve_minutes from responses
+    select
+        'quarter_by_status',
+        quarter,
+        certification_status,
+        null,
+        resolve_minutes
+    from responses
     union all
-    select 'quarter_by_status', quarter, 'all', null, resolve_minutes from responses
+    select
+        'quarter_by_status',
+        quarter,
+        'all',
+        null,
+        resolve_minutes
+    from responses
     union all
-    select 'event_time', null, 'all', months_since_first_cert::integer, resolve_minutes from responses
+    select
+        'event_time',
+        null,
+        'all',
+        months_since_first_cert::integer,
+        resolve_minutes
+    from responses
     where months_since_first_cert between -12 and 12
 ),
 
 exposure as (
     select
-        breakdown, quarter, certification_status, relative_month,
+        breakdown,
+        quarter,
+        certification_status,
+        relative_month,
         count(distinct person_key) as engineers,
         sum(exposure_months) as engineer_months,
     from panel_rows
@@ -65,7 +134,10 @@ exposure as (
 
 outcomes as (
     select
-        breakdown, quarter, certification_status, relative_month,
+        breakdown,
+        quarter,
+        certification_status,
+        relative_month,
         count(*) as incidents,
         count(resolve_minutes) as resolved_incidents,
         median(resolve_minutes) as mttr_median_minutes,
@@ -91,10 +163,11 @@ final as (
         e.engineers >= {{ min_group_size() }} as group_size_ok,
     from exposure as e
     left join outcomes as o
-        on o.breakdown = e.breakdown
-        and o.quarter is not distinct from e.quarter
-        and o.certification_status = e.certification_status
-        and o.relative_month is not distinct from e.relative_month
+        on
+            o.breakdown = e.breakdown
+            and o.quarter is not distinct from e.quarter
+            and o.certification_status = e.certification_status
+            and o.relative_month is not distinct from e.relative_month
 )
 
 select * from final

@@ -17,7 +17,10 @@ template as (
 ),
 
 team_months as (
-    select distinct month, team from panel where team is not null
+    select distinct
+        month,
+        team
+    from panel where team is not null
 ),
 
 actual as (
@@ -34,7 +37,10 @@ actual as (
 ),
 
 template_rows as (
-    select tm.month, tm.team, t.role_family
+    select
+        tm.month,
+        tm.team,
+        t.role_family
     from team_months as tm
     inner join fleet as f on f.cluster = tm.team and f.month = tm.month
     inner join template as t on t.fleet_size_class = f.fleet_size_class
@@ -42,9 +48,17 @@ template_rows as (
 ),
 
 grid as (
-    select month, team, role_family from actual
+    select
+        month,
+        team,
+        role_family
+    from actual
     union
-    select month, team, role_family from template_rows
+    select
+        month,
+        team,
+        role_family
+    from template_rows
 ),
 
 final as (

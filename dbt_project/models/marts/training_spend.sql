@@ -34,8 +34,9 @@ course_rows as (
         coalesce(e.hours_spent, case when e.status in ('completed', 'passed') then c.nominal_hours end, 0) as training_hours,
     from enrolments as e
     inner join history as h
-        on h.person_key = e.person_key
-        and e.enrolled_on between h.valid_from and h.valid_to
+        on
+            h.person_key = e.person_key
+            and e.enrolled_on between h.valid_from and h.valid_to
     left join courses as c
         on c.course_id = e.course_id
 ),
@@ -51,8 +52,9 @@ exam_rows as (
         0.0 as training_hours,
     from attempts as a
     inner join history as h
-        on h.person_key = a.person_key
-        and a.exam_date between h.valid_from and h.valid_to
+        on
+            h.person_key = a.person_key
+            and a.exam_date between h.valid_from and h.valid_to
     left join catalogue as k
         on k.code = a.certification_code
 ),

@@ -36,7 +36,8 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     if existing and not overwrite:
         raise ValueError(
             f"{out} already holds exports ({', '.join(existing)}); pick an empty folder or pass "
-            "--overwrite to replace them")
+            "--overwrite to replace them"
+        )
     for f in existing:
         shutil.rmtree(out / f)
     (out / "ground_truth.json").unlink(missing_ok=True)
@@ -51,8 +52,11 @@ def default_dirt_plan(months: list[date], garbage_rows: bool = False) -> DirtPla
         return months[min(n - 1, max(1, int(n * k)))].strftime("%Y-%m")
 
     plan = DirtPlan(
-        duplicates={("enrolments", per(1 / 3)): 2, ("responders", per(2 / 3)): 2,
-                    ("job_history", per(1 / 4)): 1},
+        duplicates={
+            ("enrolments", per(1 / 3)): 2,
+            ("responders", per(2 / 3)): 2,
+            ("job_history", per(1 / 4)): 1,
+        },
         corrected={("job_history", per(1 / 2))},
         crlf={("employees", per(1 / 6))},
         bom={("courses", months[0].strftime("%Y-%m"))}
@@ -89,7 +93,9 @@ def generate_company(
     ``Simulation.engineer_month_log``): the planted expected incident counts, for tests.
     """
     if employees < 50:
-        raise ValueError(f"employees={employees}: use at least 50 so that the company has an infrastructure team")
+        raise ValueError(
+            f"employees={employees}: use at least 50 so that the company has an infrastructure team"
+        )
     if years < 1:
         raise ValueError(f"years={years}: simulate at least one year")
     model = model or PlantedModel()
@@ -98,15 +104,20 @@ def generate_company(
     if daily_from is not None and not (months[0] <= daily_from <= end_date):
         raise ValueError(
             f"--daily-from {daily_from} lies outside the simulated window {months[0]}..{end_date}; "
-            "pick a day inside it (for example the last day, to add one more day of exports)")
+            "pick a day inside it (for example the last day, to add one more day of exports)"
+        )
     _prepare_out(out, overwrite)
     plan = default_dirt_plan(months, garbage_rows) if dirt else DirtPlan()
     if garbage_rows and not dirt:
         plan = replace(plan, garbage=default_dirt_plan(months, True).garbage)
     # separate streams: dirt never shifts the simulation's random numbers
     seeds = np.random.SeedSequence(seed).spawn(2)
-    writer = ExportWriter(out, months[0], end_date, daily_from, plan, np.random.default_rng(seeds[1]))
-    sim = Simulation(writer, employees, years, end_date, int(seeds[0].generate_state(1)[0]), model, progress)
+    writer = ExportWriter(
+        out, months[0], end_date, daily_from, plan, np.random.default_rng(seeds[1])
+    )
+    sim = Simulation(
+        writer, employees, years, end_date, int(seeds[0].generate_state(1)[0]), model, progress
+    )
     sim.engineer_month_log = engineer_month_log
     extra = sim.run()
 
@@ -127,34 +138,44 @@ def generate_company(
         **sim.stats,
     }
     truth = {
-        **{k: getattr(model, k) for k in ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")},
+        **{
+            k: getattr(model, k)
+            for k in ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
+        },
         "certified_definition": CERTIFIED_DEFINITION,
         "seed": seed,
-        "parameters": {"employees": employees, "years": years, "end_date": end_date.isoformat(),
-                       "daily_from": daily_from.isoformat() if daily_from else None,
-                       "dirt": dirt, "garbage_rows": garbage_rows},
+        "parameters": {
+            "employees": employees,
+            "years": years,
+            "end_date": end_date.isoformat(),
+            "daily_from": daily_from.isoformat() if daily_from else None,
+            "dirt": dirt,
+            "garbage_rows": garbage_rows,
+        },
         "model": model.as_dict(),
         "model_notes": {
             "incidents": "primary-responder incidents of an infrastructure employee per month ~ Poisson("
-                         "incident_base_rate * fleet_index(month) * exp(incident_level_slope*(level-2)) * "
-                         "frailty * incident_rate_ratio^certified * exposure); certified is evaluated per day, "
-                         "exposure = days employed in the month / days in the month",
+            "incident_base_rate * fleet_index(month) * exp(incident_level_slope*(level-2)) * "
+            "frailty * incident_rate_ratio^certified * exposure); certified is evaluated per day, "
+            "exposure = days employed in the month / days in the month",
             "fleet_index": "company GPU count at month end / GPU count of the clusters present in the first month",
             "mttr": "resolve minutes ~ LogNormal(log mttr_base_minutes + mttr_severity_effect + mttr_level_slope*level "
-                    "+ mttr_year_slope*years_since_start + log(mttr_ratio)*certified_at_opening, mttr_sigma); "
-                    "vendor-led incidents are hardware replacements resolved after Uniform(2, 21) days",
+            "+ mttr_year_slope*years_since_start + log(mttr_ratio)*certified_at_opening, mttr_sigma); "
+            "vendor-led incidents are hardware replacements resolved after Uniform(2, 21) days",
             "attrition": "monthly voluntary exit probability voluntary_hazard * attrition_hazard_ratio^certified "
-                         "(certified at the start of the month); involuntary and other exits independent of it",
+            "(certified at the start of the month); involuntary and other exits independent of it",
             "confounding": "certification uptake rises with level and tenure; level lowers incidents; fleets grow",
             "population": "contractors and interns (employment_type) never act as primary responders and never certify",
             "contractor_hours": "hours per team-month = contractor_hours_per_template_head * template headcount * "
-                                "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
+            "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
             "vendor_incidents": "vendor_primary_rate * fleet_index per cluster-month, primary responder from a vendor domain "
-                                "(unmatched in the HRIS); they carry no planted effect",
+            "(unmatched in the HRIS); they carry no planted effect",
         },
         "fleet_index_by_month": extra["fleet_index_by_month"],
         "counts": {k: v for k, v in summary.items() if k != "files"},
         "dirt": writer.dirt,
     }
-    (out / "ground_truth.json").write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "ground_truth.json").write_text(
+        json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return summary

@@ -16,14 +16,18 @@ class PlantedModel:
     incident_base_rate: float = 0.4  # lambda0 at level 2, fleet index 1, frailty 1
     incident_level_slope: float = -0.15  # log-rate per level above 2
     frailty_variance: float = 0.2  # Gamma(mean 1) per engineer
-    vendor_primary_rate: float = 0.3  # per cluster-month, led by vendor staff (hardware RMA, 2-21 days)
+    vendor_primary_rate: float = (
+        0.3  # per cluster-month, led by vendor staff (hardware RMA, 2-21 days)
+    )
     # resolve minutes ~ LogNormal(log m0 + severity + level + year trend + log(MTTR)*certified, sigma)
     mttr_ratio: float = 0.80
     mttr_base_minutes: float = 60.0
     mttr_severity_effect: dict[str, float] = field(
-        default_factory=lambda: {"sev1": 0.9, "sev2": 0.5, "sev3": 0.0, "sev4": -0.4})
+        default_factory=lambda: {"sev1": 0.9, "sev2": 0.5, "sev3": 0.0, "sev4": -0.4}
+    )
     severity_probabilities: dict[str, float] = field(
-        default_factory=lambda: {"sev1": 0.05, "sev2": 0.15, "sev3": 0.45, "sev4": 0.35})
+        default_factory=lambda: {"sev1": 0.05, "sev2": 0.15, "sev3": 0.45, "sev4": 0.35}
+    )
     mttr_level_slope: float = -0.05
     mttr_year_slope: float = -0.15  # per year since the start of the data (tooling improves)
     mttr_sigma: float = 0.7

@@ -49,10 +49,21 @@ class People:
     """Growable columnar store of every person; index = position, id = E + 6 digits."""
 
     FIELDS = {
-        "active": bool, "division": np.int16, "team": np.int32, "role": np.int16,
-        "level": np.int8, "site": np.int16, "etype": np.int8, "hire": np.int64,
-        "orig_hire": np.int64, "fixed_end": np.int64, "salary": np.float64,
-        "frailty": np.float64, "level_since": np.int64, "fte": np.float64, "term": np.int64,
+        "active": bool,
+        "division": np.int16,
+        "team": np.int32,
+        "role": np.int16,
+        "level": np.int8,
+        "site": np.int16,
+        "etype": np.int8,
+        "hire": np.int64,
+        "orig_hire": np.int64,
+        "fixed_end": np.int64,
+        "salary": np.float64,
+        "frailty": np.float64,
+        "level_since": np.int64,
+        "fte": np.float64,
+        "term": np.int64,
     }
 
     def __init__(self) -> None:
@@ -103,8 +114,16 @@ class Cluster:
 
 
 class Simulation:
-    def __init__(self, writer: ExportWriter, employees: int, years: int, end: date, seed: int,
-                 model: PlantedModel, progress: bool) -> None:
+    def __init__(
+        self,
+        writer: ExportWriter,
+        employees: int,
+        years: int,
+        end: date,
+        seed: int,
+        model: PlantedModel,
+        progress: bool,
+    ) -> None:
         self.w = writer
         self.m = model
         self.rng = np.random.default_rng(seed)
@@ -133,18 +152,30 @@ class Simulation:
         self._end_of_data = datetime.combine(end, datetime.max.time())
         cumulative = np.cumsum(list(model.severity_probabilities.values())).tolist()
         self._sev_cdf = list(zip(model.severity_probabilities, cumulative, strict=True))
-        self.stats = {"incidents_engineer": 0, "incidents_vendor": 0, "incidents_open_at_end": 0,
-                      "exam_attempts": 0, "awards": 0, "enrolments": 0, "hires": 0,
-                      "separations": 0, "rehires": 0}
+        self.stats = {
+            "incidents_engineer": 0,
+            "incidents_vendor": 0,
+            "incidents_open_at_end": 0,
+            "exam_attempts": 0,
+            "awards": 0,
+            "enrolments": 0,
+            "hires": 0,
+            "separations": 0,
+            "rehires": 0,
+        }
         self.vendor_staff = [
             f"{f}.{ln}".lower() + "@" + ref.VENDOR_DOMAINS[i % 2]
-            for i, (f, ln) in enumerate(zip(ref.FIRST_NAMES[::3], ref.LAST_NAMES[::2], strict=False))
+            for i, (f, ln) in enumerate(
+                zip(ref.FIRST_NAMES[::3], ref.LAST_NAMES[::2], strict=False)
+            )
         ]
 
     # ------------------------------------------------------------------ set-up
     def _new_name(self) -> tuple[str, str]:
-        return (ref.FIRST_NAMES[int(self.rng.integers(len(ref.FIRST_NAMES)))],
-                ref.LAST_NAMES[int(self.rng.integers(len(ref.LAST_NAMES)))])
+        return (
+            ref.FIRST_NAMES[int(self.rng.integers(len(ref.FIRST_NAMES)))],
+            ref.LAST_NAMES[int(self.rng.integers(len(ref.LAST_NAMES)))],
+        )
 
     def _salary(self, level: int, infra: bool) -> float:
         lo, hi = ref.SALARY_BANDS[level]
@@ -169,7 +200,9 @@ class Simulation:
             start_month = int(self.rng.integers(1, max(2, n_months - 6))) if late else 0
             gpus = float(np.exp(self.rng.uniform(np.log(16), np.log(1600))))
             growth = float(self.rng.uniform(self.m.fleet_growth_low, self.m.fleet_growth_high))
-            model = ref.GPU_MODELS[min(3, int(self.rng.integers(2)) + (start_month * 4) // (n_months + 1))]
+            model = ref.GPU_MODELS[
+                min(3, int(self.rng.integers(2)) + (start_month * 4) // (n_months + 1))
+            ]
             self.clusters.append(Cluster(name, site, model, gpus, growth, start_month))
             end_gpus = gpus * (1 + growth) ** (n_months - start_month)
             total_end += sum(x[1] for x in ref.TEAM_TEMPLATES[ref.fleet_size_class(int(end_gpus))])
@@ -184,15 +217,27 @@ class Simulation:
         return self.other_teams[team][1]
 
     # ------------------------------------------------------------------ emitting
-    def emit_spell(self, i: int, term: int | None = None, ttype: str | None = None,
-                   reason: str | None = None, regrettable: bool | None = None) -> None:
+    def emit_spell(
+        self,
+        i: int,
+        term: int | None = None,
+        ttype: str | None = None,
+        reason: str | None = None,
+        regrettable: bool | None = None,
+    ) -> None:
         p = self.p
         hire = _d(p.hire[i])
         row = {
-            "employee_id": p.eid(i), "first_name": p.first[i], "last_name": p.last[i],
-            "work_email": p.email[i], "hire_date": hire, "original_hire_date": _d(p.orig_hire[i]),
-            "termination_date": _d(term) if term else None, "termination_type": ttype,
-            "termination_reason": reason, "regrettable": regrettable,
+            "employee_id": p.eid(i),
+            "first_name": p.first[i],
+            "last_name": p.last[i],
+            "work_email": p.email[i],
+            "hire_date": hire,
+            "original_hire_date": _d(p.orig_hire[i]),
+            "termination_date": _d(term) if term else None,
+            "termination_type": ttype,
+            "termination_reason": reason,
+            "regrettable": regrettable,
         }
         self.w.emit("employees", _d(term) if term else hire, row)
 
@@ -205,32 +250,68 @@ class Simulation:
         if p.etype[i] == INTERN:
             title = role.replace("_", " ").title() + " Intern"
         row = {
-            "employee_id": p.eid(i), "effective_date": _d(eff), "division": self.divisions[div],
-            "team": self.team_name(int(p.team[i]), div), "role_family": role, "job_title": title,
-            "skill_level": level, "site": ref.SITES[int(p.site[i])][1],
-            "manager_id": p.manager[i] or None, "employment_type": ETYPE_NAMES[int(p.etype[i])],
-            "fte": float(p.fte[i]), "annual_salary_usd": float(p.salary[i]), "change_reason": reason,
+            "employee_id": p.eid(i),
+            "effective_date": _d(eff),
+            "division": self.divisions[div],
+            "team": self.team_name(int(p.team[i]), div),
+            "role_family": role,
+            "job_title": title,
+            "skill_level": level,
+            "site": ref.SITES[int(p.site[i])][1],
+            "manager_id": p.manager[i] or None,
+            "employment_type": ETYPE_NAMES[int(p.etype[i])],
+            "fte": float(p.fte[i]),
+            "annual_salary_usd": float(p.salary[i]),
+            "change_reason": reason,
         }
         self.w.emit("job_history", _d(eff), row)
 
     # ------------------------------------------------------------------ hiring
-    def hire(self, division: int, team: int, role: int, level: int, day: int, *,
-             etype: int = EMPLOYEE, tenure_days: int = 0, reason: str = "hire") -> int:
+    def hire(
+        self,
+        division: int,
+        team: int,
+        role: int,
+        level: int,
+        day: int,
+        *,
+        etype: int = EMPLOYEE,
+        tenure_days: int = 0,
+        reason: str = "hire",
+    ) -> int:
         first, last = self._new_name()
         infra = division == INFRA
         site = self.clusters[team].site if infra else int(self.rng.integers(len(ref.SITES)))
         hire_day = day - tenure_days
-        fte = 1.0 if etype == EMPLOYEE and (infra or self.rng.random() > 0.08) else (0.5 if etype == INTERN else 0.8)
+        fte = (
+            1.0
+            if etype == EMPLOYEE and (infra or self.rng.random() > 0.08)
+            else (0.5 if etype == INTERN else 0.8)
+        )
         fixed_end = 0
         if etype == CONTRACTOR:
             fixed_end = hire_day + 365
         elif etype == INTERN:
             fixed_end = hire_day + 182
-        i = self.p.add(first, last, active=True, division=division, team=team, role=role,
-                       level=level, site=site, etype=etype, hire=hire_day, orig_hire=hire_day,
-                       fixed_end=fixed_end, salary=self._salary(level, infra),
-                       frailty=self._frailty(), fte=fte, term=0,
-                       level_since=hire_day + int(self.rng.integers(0, max(1, tenure_days // 2 + 1))))
+        i = self.p.add(
+            first,
+            last,
+            active=True,
+            division=division,
+            team=team,
+            role=role,
+            level=level,
+            site=site,
+            etype=etype,
+            hire=hire_day,
+            orig_hire=hire_day,
+            fixed_end=fixed_end,
+            salary=self._salary(level, infra),
+            frailty=self._frailty(),
+            fte=fte,
+            term=0,
+            level_since=hire_day + int(self.rng.integers(0, max(1, tenure_days // 2 + 1))),
+        )
         if infra:
             self.p.manager[i] = self._team_manager(team, exclude=i)
             self.awards[i] = []
@@ -244,8 +325,12 @@ class Simulation:
 
     def _team_manager(self, team: int, exclude: int) -> str:
         p = self.p
-        idx = np.flatnonzero(p.active[: p.n] & (p.division[: p.n] == INFRA) & (p.team[: p.n] == team)
-                             & (p.level[: p.n] >= 4))
+        idx = np.flatnonzero(
+            p.active[: p.n]
+            & (p.division[: p.n] == INFRA)
+            & (p.team[: p.n] == team)
+            & (p.level[: p.n] >= 4)
+        )
         idx = idx[idx != exclude]
         return p.eid(int(idx[np.argmax(p.level[idx])])) if idx.size else ""
 
@@ -261,7 +346,9 @@ class Simulation:
                         continue
                     level = int(self.rng.integers(lo, hi + 1))
                     tenure = int(30 * (1 + self.rng.exponential(20 + 6 * (level - 2))))
-                    i = self.hire(INFRA, ci, self.roles.index(role), level, start, tenure_days=tenure)
+                    i = self.hire(
+                        INFRA, ci, self.roles.index(role), level, start, tenure_days=tenure
+                    )
                     self._initial_awards(i, tenure)
                     n_infra += 1
         self._fill_other(self.n_target - n_infra, start, initial=True)
@@ -317,27 +404,64 @@ class Simulation:
         extra = [c for c in ("CKA", "RHCE", "LINUX-PLUS") if c not in held]
         return extra[0] if extra and self.rng.random() < 0.5 else None
 
-    def _enrol(self, i: int, course_id: str, day: int, *, charged: float | None = None,
-               withdraw_p: float = 0.07) -> int:
+    def _enrol(
+        self,
+        i: int,
+        course_id: str,
+        day: int,
+        *,
+        charged: float | None = None,
+        withdraw_p: float = 0.07,
+    ) -> int:
         course = ref.COURSE_BY_ID[course_id]
         self.counters["enrolment"] += 1
         self.stats["enrolments"] += 1
         eid = f"ENR-{self.counters['enrolment']:07d}"
         email = self.p.email[i]
-        base = {"enrolment_id": eid, "learner_email": email, "course_id": course_id,
-                "enrolled_on": _d(day), "cost_usd": charged}
-        self.w.emit("enrolments", _d(day), {**base, "status": "enrolled", "completed_on": None,
-                                            "hours_spent": None, "score": None})
+        base = {
+            "enrolment_id": eid,
+            "learner_email": email,
+            "course_id": course_id,
+            "enrolled_on": _d(day),
+            "cost_usd": charged,
+        }
+        self.w.emit(
+            "enrolments",
+            _d(day),
+            {
+                **base,
+                "status": "enrolled",
+                "completed_on": None,
+                "hours_spent": None,
+                "score": None,
+            },
+        )
         duration = int(max(3, course.hours / 4 * self.rng.uniform(0.8, 2.5)))
         done = day + duration
         if self.rng.random() < withdraw_p:
-            self.w.emit("enrolments", _d(done), {**base, "status": "withdrawn", "completed_on": None,
-                                                 "hours_spent": round(course.hours * self.rng.uniform(0.1, 0.5), 1),
-                                                 "score": None})
+            self.w.emit(
+                "enrolments",
+                _d(done),
+                {
+                    **base,
+                    "status": "withdrawn",
+                    "completed_on": None,
+                    "hours_spent": round(course.hours * self.rng.uniform(0.1, 0.5), 1),
+                    "score": None,
+                },
+            )
         else:
-            self.w.emit("enrolments", _d(done), {**base, "status": "completed", "completed_on": _d(done),
-                                                 "hours_spent": round(course.hours * self.rng.uniform(0.8, 1.4), 1),
-                                                 "score": round(float(self.rng.uniform(62, 100)), 1)})
+            self.w.emit(
+                "enrolments",
+                _d(done),
+                {
+                    **base,
+                    "status": "completed",
+                    "completed_on": _d(done),
+                    "hours_spent": round(course.hours * self.rng.uniform(0.8, 1.4), 1),
+                    "score": round(float(self.rng.uniform(62, 100)), 1),
+                },
+            )
         return done
 
     def _onboarding_courses(self, i: int, hire_day: int) -> None:
@@ -377,12 +501,21 @@ class Simulation:
             expires = add_months(issued, cert.validity_months) if cert.validity_months else None
             self.awards[i].append((code, day, expires.toordinal() if expires else NEVER))
             self.stats["awards"] += 1
-        self.w.emit("certifications", _d(day), {
-            "attempt_id": f"ATT-{self.counters['attempt']:07d}", "learner_email": p.email[i],
-            "certification_code": code, "exam_date": _d(day), "result": "pass" if passed else "fail",
-            "score": round(score, 1), "issued_on": issued, "expires_on": expires,
-            "exam_fee_usd": cert.exam_fee_usd,
-        })
+        self.w.emit(
+            "certifications",
+            _d(day),
+            {
+                "attempt_id": f"ATT-{self.counters['attempt']:07d}",
+                "learner_email": p.email[i],
+                "certification_code": code,
+                "exam_date": _d(day),
+                "result": "pass" if passed else "fail",
+                "score": round(score, 1),
+                "issued_on": issued,
+                "expires_on": expires,
+                "exam_fee_usd": cert.exam_fee_usd,
+            },
+        )
         return passed
 
     def learning_month(self, idx: np.ndarray, ms: int, me: int) -> None:
@@ -399,7 +532,11 @@ class Simulation:
                     if ms <= day <= term and day >= p.hire[i]:
                         passed = self._exam(i, code, day, attempt)
                         if not passed and attempt < 3 and self.rng.random() < 0.75:
-                            self.pending_exam[i] = (code, day + int(self.rng.integers(30, 76)), attempt + 1)
+                            self.pending_exam[i] = (
+                                code,
+                                day + int(self.rng.integers(30, 76)),
+                                attempt + 1,
+                            )
                 continue
             if p.hire[i] >= ms or p.term[i]:
                 continue
@@ -424,8 +561,11 @@ class Simulation:
                 hazard = 0.012
             else:
                 tenure_years = (ms - p.orig_hire[i]) / 365.25
-                hazard = (m.cert_start_base * np.exp(m.cert_start_level_slope * (level - 2))
-                          * min(1 + m.cert_start_tenure_slope * tenure_years, m.cert_start_tenure_cap))
+                hazard = (
+                    m.cert_start_base
+                    * np.exp(m.cert_start_level_slope * (level - 2))
+                    * min(1 + m.cert_start_tenure_slope * tenure_years, m.cert_start_tenure_cap)
+                )
             if self.rng.random() < hazard:
                 code = self._target_cert(i)
                 if code:
@@ -433,8 +573,11 @@ class Simulation:
 
     # ------------------------------------------------------------------ incidents
     def _certified_days(self, i: int, a: int, b: int) -> list[tuple[int, int]]:
-        ivs = sorted((max(a, iss), min(b, exp)) for _, iss, exp in self.awards.get(i, ())
-                     if iss <= b and exp >= a)
+        ivs = sorted(
+            (max(a, iss), min(b, exp))
+            for _, iss, exp in self.awards.get(i, ())
+            if iss <= b and exp >= a
+        )
         merged: list[tuple[int, int]] = []
         for s, e in ivs:
             if merged and s <= merged[-1][1] + 1:
@@ -443,8 +586,15 @@ class Simulation:
                 merged.append((s, e))
         return merged
 
-    def incidents_month(self, t: int, ms: int, me: int, engineers: np.ndarray, fleet_index: float,
-                        teams: dict[int, list[int]]) -> None:
+    def incidents_month(
+        self,
+        t: int,
+        ms: int,
+        me: int,
+        engineers: np.ndarray,
+        fleet_index: float,
+        teams: dict[int, list[int]],
+    ) -> None:
         p, m = self.p, self.m
         dim = calendar.monthrange(_d(ms).year, _d(ms).month)[1]
         for i in engineers:
@@ -456,13 +606,20 @@ class Simulation:
             cert = self._certified_days(i, a, b)
             c_days = sum(e - s + 1 for s, e in cert)
             u_days = (b - a + 1) - c_days
-            rate = (m.incident_base_rate * fleet_index * np.exp(m.incident_level_slope * (int(p.level[i]) - 2))
-                    * p.frailty[i] / dim)
+            rate = (
+                m.incident_base_rate
+                * fleet_index
+                * np.exp(m.incident_level_slope * (int(p.level[i]) - 2))
+                * p.frailty[i]
+                / dim
+            )
             n_c = int(self.rng.poisson(rate * m.incident_rate_ratio * c_days)) if c_days else 0
             n_u = int(self.rng.poisson(rate * u_days)) if u_days else 0
             if self.engineer_month_log is not None:
                 expected = rate / p.frailty[i] * (m.incident_rate_ratio * c_days + u_days)
-                self.engineer_month_log.append((i, t, int(p.level[i]), a, b, float(expected), n_c + n_u))
+                self.engineer_month_log.append(
+                    (i, t, int(p.level[i]), a, b, float(expected), n_c + n_u)
+                )
             if not n_c + n_u:
                 continue
             days: list[int] = []
@@ -481,8 +638,9 @@ class Simulation:
             for _ in range(int(self.rng.poisson(m.vendor_primary_rate * fleet_index))):
                 self._incident(None, ci, int(self.rng.integers(ms, me + 1)), False, teams)
 
-    def _incident(self, i: int | None, team: int, day: int, certified: bool,
-                  teams: dict[int, list[int]]) -> None:
+    def _incident(
+        self, i: int | None, team: int, day: int, certified: bool, teams: dict[int, list[int]]
+    ) -> None:
         """One incident and its responders; one batch of uniforms keeps this cheap at scale."""
         p, m = self.p, self.m
         u = self.rng.random(16).tolist()
@@ -492,14 +650,21 @@ class Simulation:
         sev = next((s for s, c in self._sev_cdf if u[0] < c), "sev4")
         level = int(p.level[i]) if i is not None else 3
         years = (day - self.start.toordinal()) / 365.25
-        mu = (math.log(m.mttr_base_minutes) + m.mttr_severity_effect[sev] + m.mttr_level_slope * level
-              + m.mttr_year_slope * years + math.log(m.mttr_ratio) * certified)
+        mu = (
+            math.log(m.mttr_base_minutes)
+            + m.mttr_severity_effect[sev]
+            + m.mttr_level_slope * level
+            + m.mttr_year_slope * years
+            + math.log(m.mttr_ratio) * certified
+        )
         minutes = math.exp(mu + m.mttr_sigma * z)
         if i is None:
             # vendor-led work is hardware replacement (RMA): days, not minutes; outside the
             # engineer model, and the reason some incidents are still open at the end
             minutes = (2 + 19 * u[1]) * 1440
-        opened = datetime.combine(_d(day), datetime.min.time()) + timedelta(seconds=int(u[2] * 86400))
+        opened = datetime.combine(_d(day), datetime.min.time()) + timedelta(
+            seconds=int(u[2] * 86400)
+        )
         ack = opened + timedelta(seconds=int(min(minutes * 30, -360 * math.log(1 - u[3]))) + 30)
         resolved = opened + timedelta(seconds=round(minutes * 60))
         cluster = self.clusters[team]
@@ -512,15 +677,34 @@ class Simulation:
         a, b = {"sev1": (0.6, 1.0), "sev2": (0.5, 1.0), "sev3": (0.0, 0.3), "sev4": (0.0, 0.0)}[sev]
         downtime = round(minutes * (a + (b - a) * u[8]), 1)
         end_of_data = self._end_of_data
-        row = {"incident_number": number, "title": title, "service": service, "cluster": cluster.name,
-               "severity": sev, "opened_at": opened, "acknowledged_at": ack if ack <= end_of_data else None,
-               "resolved_at": resolved, "gpus_affected": gpus, "downtime_minutes": downtime}
+        row = {
+            "incident_number": number,
+            "title": title,
+            "service": service,
+            "cluster": cluster.name,
+            "severity": sev,
+            "opened_at": opened,
+            "acknowledged_at": ack if ack <= end_of_data else None,
+            "resolved_at": resolved,
+            "gpus_affected": gpus,
+            "downtime_minutes": downtime,
+        }
         if resolved > end_of_data or resolved.month != opened.month or resolved.year != opened.year:
             # delivered open in the month it opened, again (changed record) once resolved
-            so_far = (min(end_of_data, datetime.combine(
-                add_months(date(opened.year, opened.month, 1), 1), datetime.min.time())) - opened)
-            open_row = {**row, "resolved_at": None,
-                        "downtime_minutes": round(min(downtime, so_far.total_seconds() / 60), 1)}
+            so_far = (
+                min(
+                    end_of_data,
+                    datetime.combine(
+                        add_months(date(opened.year, opened.month, 1), 1), datetime.min.time()
+                    ),
+                )
+                - opened
+            )
+            open_row = {
+                **row,
+                "resolved_at": None,
+                "downtime_minutes": round(min(downtime, so_far.total_seconds() / 60), 1),
+            }
             self.w.emit("incidents", opened.date(), open_row)
             if resolved > end_of_data:
                 self.stats["incidents_open_at_end"] += 1
@@ -533,9 +717,16 @@ class Simulation:
             if email in seen:
                 return
             seen.add(email)
-            self.w.emit("responders", opened.date(), {
-                "incident_number": number, "responder_email": email, "role": role,
-                "assigned_at": opened + timedelta(seconds=int(delay_min * 60))})
+            self.w.emit(
+                "responders",
+                opened.date(),
+                {
+                    "incident_number": number,
+                    "responder_email": email,
+                    "role": role,
+                    "assigned_at": opened + timedelta(seconds=int(delay_min * 60)),
+                },
+            )
 
         vendor = self.vendor_staff[int(u[9] * len(self.vendor_staff))]
         respond(p.email[i] if i is not None else vendor, "primary", 0)
@@ -557,10 +748,19 @@ class Simulation:
         self.today = self.start.toordinal()
         self.initial_population()
         for c in ref.COURSES:
-            self.w.emit("courses", self.start, {
-                "course_id": c.course_id, "title": c.title, "provider": c.provider,
-                "programme_type": c.programme_type, "hours": c.hours, "cost_usd": c.cost_usd,
-                "certification_code": c.certification_code})
+            self.w.emit(
+                "courses",
+                self.start,
+                {
+                    "course_id": c.course_id,
+                    "title": c.title,
+                    "provider": c.provider,
+                    "programme_type": c.programme_type,
+                    "hours": c.hours,
+                    "cost_usd": c.cost_usd,
+                    "certification_code": c.certification_code,
+                },
+            )
         fleet_index_by_month = {}
         for t, first in enumerate(self.months):
             ms = first.toordinal()
@@ -571,9 +771,12 @@ class Simulation:
             self.w.flush_through(_d(me))
             if self.progress and (first.month == 12 or t == len(self.months) - 1):
                 active = int(self.p.active[: self.p.n].sum())
-                print(f"generate: simulated through {first:%Y-%m}: {active} active people, "
-                      f"{self.stats['incidents_engineer'] + self.stats['incidents_vendor']} incidents",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"generate: simulated through {first:%Y-%m}: {active} active people, "
+                    f"{self.stats['incidents_engineer'] + self.stats['incidents_vendor']} incidents",
+                    file=sys.stderr,
+                    flush=True,
+                )
         self.w.close()
         return {"fleet_index_by_month": fleet_index_by_month}
 
@@ -585,9 +788,17 @@ class Simulation:
             if c.start_month < t:
                 c.gpus *= 1 + c.growth
             total += c.gpus
-            self.w.emit("gpu_fleet", _d(me), {"cluster": c.name, "as_of_date": _d(me),
-                                              "site": ref.SITES[c.site][1], "gpu_model": c.gpu_model,
-                                              "gpu_count": int(c.gpus)})
+            self.w.emit(
+                "gpu_fleet",
+                _d(me),
+                {
+                    "cluster": c.name,
+                    "as_of_date": _d(me),
+                    "site": ref.SITES[c.site][1],
+                    "gpu_model": c.gpu_model,
+                    "gpu_count": int(c.gpus),
+                },
+            )
         return total / self.fleet0
 
     def month(self, t: int, ms: int, me: int, fleet_index: float) -> None:
@@ -618,7 +829,11 @@ class Simulation:
                 reason = "retirement" if p.level[i] >= 4 and rng.random() < 0.1 else "resignation"
                 ttype, regrettable = "voluntary", bool(rng.random() < 0.35 + 0.1 * p.level[i])
             elif k == 2:
-                reason, ttype, regrettable = str(rng.choice(["dismissal", "layoff", "performance"])), "involuntary", False
+                reason, ttype, regrettable = (
+                    str(rng.choice(["dismissal", "layoff", "performance"])),
+                    "involuntary",
+                    False,
+                )
             elif k == 3:
                 reason, ttype, regrettable = "death", "other", False
             else:
@@ -648,7 +863,11 @@ class Simulation:
                 reason = "promotion"
             elif transfer[j]:
                 if p.division[i] == INFRA:
-                    live = [c for c, cl in enumerate(self.clusters) if cl.start_month <= t and c != p.team[i]]
+                    live = [
+                        c
+                        for c, cl in enumerate(self.clusters)
+                        if cl.start_month <= t and c != p.team[i]
+                    ]
                     if not live:
                         continue
                     p.team[i] = live[int(rng.integers(len(live)))]
@@ -656,7 +875,11 @@ class Simulation:
                     p.manager[i] = self._team_manager(int(p.team[i]), exclude=i)
                 else:
                     d = int(p.division[i])
-                    teams = [k for k, (dd, _) in enumerate(self.other_teams) if dd == d and k != p.team[i]]
+                    teams = [
+                        k
+                        for k, (dd, _) in enumerate(self.other_teams)
+                        if dd == d and k != p.team[i]
+                    ]
                     p.team[i] = teams[int(rng.integers(len(teams)))]
                 reason = "transfer"
             else:
@@ -692,7 +915,9 @@ class Simulation:
         for ci, c in enumerate(self.clusters):
             if c.start_month > t:
                 continue
-            members = np.flatnonzero(act & (p.division[:n] == INFRA) & (p.team[:n] == ci) & (p.etype[:n] == EMPLOYEE))
+            members = np.flatnonzero(
+                act & (p.division[:n] == INFRA) & (p.team[:n] == ci) & (p.etype[:n] == EMPLOYEE)
+            )
             roles = p.role[members]
             fill_p = 0.9 if c.start_month == t else 0.35
             for role, count, lo, hi in ref.TEAM_TEMPLATES[ref.fleet_size_class(int(c.gpus))]:
@@ -700,11 +925,23 @@ class Simulation:
                 gap = count - int((roles == r).sum())
                 for _ in range(max(0, gap)):
                     if rng.random() < fill_p:
-                        self.hire(INFRA, ci, r, int(rng.integers(lo, hi + 1)), ms + int(rng.integers(0, 28)))
+                        self.hire(
+                            INFRA,
+                            ci,
+                            r,
+                            int(rng.integers(lo, hi + 1)),
+                            ms + int(rng.integers(0, 28)),
+                        )
             if rng.random() < 0.02:
                 etype = CONTRACTOR if rng.random() < 0.5 else INTERN
-                self.hire(INFRA, ci, self.roles.index("operations_engineer"), 1,
-                          ms + int(rng.integers(0, 28)), etype=etype)
+                self.hire(
+                    INFRA,
+                    ci,
+                    self.roles.index("operations_engineer"),
+                    1,
+                    ms + int(rng.integers(0, 28)),
+                    etype=etype,
+                )
         # ---- learning and incidents for engineers employed at any time this month
         n = p.n
         ever = np.flatnonzero((p.active[:n] | (p.term[:n] > 0)) & (p.division[:n] == INFRA))
@@ -726,17 +963,34 @@ class Simulation:
             if c.start_month > t:
                 continue
             members = by_team.get(ci, [])
-            share = (sum(self.certified_on(i, me) for i in members) / len(members)) if members else 0.0
+            share = (
+                (sum(self.certified_on(i, me) for i in members) / len(members)) if members else 0.0
+            )
             template = sum(x[1] for x in ref.TEAM_TEMPLATES[ref.fleet_size_class(int(c.gpus))])
-            hours = (m.contractor_hours_per_template_head * template
-                     * (1 - share) ** m.contractor_share_exponent * float(rng.lognormal(0, 0.15)))
+            hours = (
+                m.contractor_hours_per_template_head
+                * template
+                * (1 - share) ** m.contractor_share_exponent
+                * float(rng.lognormal(0, 0.15))
+            )
             hours = round(hours * 4) / 4
             if hours < 8:
                 continue
             vendor = ci % len(ref.VENDORS)
             eng = f"CE-{c.name}-{vendor + 1}"
             if eng not in self.engagement_rates:
-                self.engagement_rates[eng] = round(float(rng.normal(m.contractor_rate_mean_usd, 25)) * 2) / 2
-            self.w.emit("contractor_hours", _d(me), {
-                "engagement_id": eng, "vendor": ref.VENDORS[vendor], "month": _d(ms), "team": c.name,
-                "hours": hours, "hourly_rate_usd": self.engagement_rates[eng]})
+                self.engagement_rates[eng] = (
+                    round(float(rng.normal(m.contractor_rate_mean_usd, 25)) * 2) / 2
+                )
+            self.w.emit(
+                "contractor_hours",
+                _d(me),
+                {
+                    "engagement_id": eng,
+                    "vendor": ref.VENDORS[vendor],
+                    "month": _d(ms),
+                    "team": c.name,
+                    "hours": hours,
+                    "hourly_rate_usd": self.engagement_rates[eng],
+                },
+            )

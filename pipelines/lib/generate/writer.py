@@ -63,7 +63,11 @@ def _fmt(value: object, ctype: str, german: bool) -> str:
         return value.strftime("%m.%Y") if german else value.strftime("%Y-%m")
     if ctype == "timestamp":
         assert isinstance(value, datetime)
-        return value.strftime("%d.%m.%Y %H:%M:%S") if german else value.isoformat(sep=" ", timespec="seconds")
+        return (
+            value.strftime("%d.%m.%Y %H:%M:%S")
+            if german
+            else value.isoformat(sep=" ", timespec="seconds")
+        )
     return str(value)
 
 
@@ -152,9 +156,11 @@ class ExportWriter:
         plan = self.plan
         out = []
         email_cols = [c.name for c in spec.columns if c.name.endswith("email")]
-        pad_cols = [c.name for c in spec.columns
-                    if c.type == "string" and not c.personal and c.values is None
-                    and c.name not in spec.key]
+        pad_cols = [
+            c.name
+            for c in spec.columns
+            if c.type == "string" and not c.personal and c.values is None and c.name not in spec.key
+        ]
         for row in rows:
             cells = {c.name: _fmt(row.get(c.name), c.type, german) for c in spec.columns}
             if spec.folder in EMAIL_CASE_FOLDERS and plan.email_case_rate:
@@ -168,8 +174,17 @@ class ExportWriter:
             out.append([cells[c] for c in spec.column_names])
         return out
 
-    def _write_file(self, export: str, period: str, version: int, lines: list[list[str]],
-                    *, crlf: bool = False, bom: bool = False, extra_raw: list[str] = ()) -> str:
+    def _write_file(
+        self,
+        export: str,
+        period: str,
+        version: int,
+        lines: list[list[str]],
+        *,
+        crlf: bool = False,
+        bom: bool = False,
+        extra_raw: list[str] = (),
+    ) -> str:
         spec = EXPORTS[export]
         buf = io.StringIO()
         delimiter = ";" if export in GERMAN_EXPORTS else ","
@@ -197,29 +212,58 @@ class ExportWriter:
         if key in plan.corrected and len(lines) >= 4:
             # v1 lacks the last record and carries a wrong value; v2 is the fix.
             broken = [list(x) for x in lines[:-1]]
-            col = spec.column_names.index("skill_level") if "skill_level" in spec.column_names else None
+            col = (
+                spec.column_names.index("skill_level")
+                if "skill_level" in spec.column_names
+                else None
+            )
             if col is not None:
-                broken[0][col] = str(min(5, int(broken[0][col]) + 1) if broken[0][col] != "5" else 4)
+                broken[0][col] = str(
+                    min(5, int(broken[0][col]) + 1) if broken[0][col] != "5" else 4
+                )
             name1 = self._write_file(export, period, 1, broken, crlf=crlf, bom=bom)
             name2 = self._write_file(export, period, 2, lines, crlf=crlf, bom=bom)
-            self.dirt.append({"kind": "corrected_redelivery", "export": export, "superseded": name1,
-                              "file": name2, "fix": "adds the missing last row; corrects skill_level of line 2"})
+            self.dirt.append(
+                {
+                    "kind": "corrected_redelivery",
+                    "export": export,
+                    "superseded": name1,
+                    "file": name2,
+                    "fix": "adds the missing last row; corrects skill_level of line 2",
+                }
+            )
             return
         extra: list[str] = []
         if key in plan.duplicates and len(lines) >= 3:
             n = plan.duplicates[key]
             picks = sorted(int(i) for i in self.rng.choice(len(lines), size=n, replace=False))
             lines = lines + [list(lines[i]) for i in picks]
-            self.dirt.append({"kind": "exact_duplicates", "export": export,
-                              "file": file_name(export, period), "rows": n})
+            self.dirt.append(
+                {
+                    "kind": "exact_duplicates",
+                    "export": export,
+                    "file": file_name(export, period),
+                    "rows": n,
+                }
+            )
         if key in plan.garbage:
             width = len(spec.column_names)
-            bad = ["INC-BROKEN-1", "", "compute", "fra-1", "sev9", "not a timestamp"] + [""] * (width - 6)
+            bad = ["INC-BROKEN-1", "", "compute", "fra-1", "sev9", "not a timestamp"] + [""] * (
+                width - 6
+            )
             extra = [",".join(bad[:width]), "INC-BROKEN-2,truncated line"]
-            self.dirt.append({"kind": "garbage_rows", "export": export, "file": file_name(export, period),
-                              "lines": [len(lines) + 2, len(lines) + 3],
-                              "problems": ["severity 'sev9' and opened_at 'not a timestamp'",
-                                           "too few columns"]})
+            self.dirt.append(
+                {
+                    "kind": "garbage_rows",
+                    "export": export,
+                    "file": file_name(export, period),
+                    "lines": [len(lines) + 2, len(lines) + 3],
+                    "problems": [
+                        "severity 'sev9' and opened_at 'not a timestamp'",
+                        "too few columns",
+                    ],
+                }
+            )
         name = self._write_file(export, period, 1, lines, crlf=crlf, bom=bom, extra_raw=extra)
         if crlf:
             self.dirt.append({"kind": "crlf_line_endings", "export": export, "file": name})

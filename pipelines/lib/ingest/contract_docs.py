@@ -1,7 +1,7 @@
 """Render `sources/README.md` from the export contracts, so the documentation cannot drift.
 
-    python -m pipelines.lib.ingest.contract_docs           # rewrite sources/README.md
-    python -m pipelines.lib.ingest.contract_docs --check   # exit 1 when it is out of date
+python -m pipelines.lib.ingest.contract_docs           # rewrite sources/README.md
+python -m pipelines.lib.ingest.contract_docs --check   # exit 1 when it is out of date
 """
 
 from __future__ import annotations
@@ -91,7 +91,11 @@ def _cell(text: str) -> str:
 def column_row(col: Column) -> str:
     meaning = col.description
     if col.values:
-        meaning = (meaning + "; " if meaning else "") + "one of " + ", ".join(f"`{v}`" for v in col.values)
+        meaning = (
+            (meaning + "; " if meaning else "")
+            + "one of "
+            + ", ".join(f"`{v}`" for v in col.values)
+        )
     aliases = ", ".join(f"`{a}`" for a in col.aliases)
     return (
         f"| `{col.name}` | {TYPE_TEXT[col.type]} | {'yes' if col.required else 'no'} | "

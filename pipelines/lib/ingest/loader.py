@@ -150,15 +150,17 @@ def _insert_rows(
         con.unregister("_ingest_rows")
     if parsed.rejected:
         n = len(parsed.rejected)
-        quarantine = pa.table({
-            "file_id": [file_id] * n,
-            "export": [parsed.export] * n,
-            "file_name": [parsed.file_name] * n,
-            "line_number": pa.array([r.line_number for r in parsed.rejected], type=pa.int64()),
-            "raw_line": [r.raw_line for r in parsed.rejected],
-            "reason": [r.reason for r in parsed.rejected],
-            "quarantined_at": pa.array([loaded_at] * n, type=pa.timestamp("us")),
-        })
+        quarantine = pa.table(
+            {
+                "file_id": [file_id] * n,
+                "export": [parsed.export] * n,
+                "file_name": [parsed.file_name] * n,
+                "line_number": pa.array([r.line_number for r in parsed.rejected], type=pa.int64()),
+                "raw_line": [r.raw_line for r in parsed.rejected],
+                "reason": [r.reason for r in parsed.rejected],
+                "quarantined_at": pa.array([loaded_at] * n, type=pa.timestamp("us")),
+            }
+        )
         con.register("_ingest_quarantine", quarantine)
         try:
             con.execute("INSERT INTO quarantine BY NAME SELECT * FROM _ingest_quarantine")
@@ -229,9 +231,15 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan: _Plan, result: IngestResult)
     delivery, file_id, name = plan.delivery, plan.file_id, plan.delivery.path.name
     loaded_at = _now()
     base = dict(
-        file_id=file_id, export=delivery.export, file_name=name,
-        source_path=str(delivery.path), archive_path=plan.archive_path, period=delivery.period,
-        version=delivery.version, size_bytes=plan.size_bytes, loaded_at=loaded_at,
+        file_id=file_id,
+        export=delivery.export,
+        file_name=name,
+        source_path=str(delivery.path),
+        archive_path=plan.archive_path,
+        period=delivery.period,
+        version=delivery.version,
+        size_bytes=plan.size_bytes,
+        loaded_at=loaded_at,
     )
     empty = dict(rows_total=0, rows_loaded=0, rows_quarantined=0)
     con.begin()
@@ -244,7 +252,9 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan: _Plan, result: IngestResult)
                 result.files_failed.append((name, message))
             else:
                 status = "duplicate"
-                message = f"same content as {first.file_name} (status {first.status}); nothing loaded"
+                message = (
+                    f"same content as {first.file_name} (status {first.status}); nothing loaded"
+                )
                 result.files_skipped += 1
             _insert_manifest(con, **base, **empty, status=status, message=message)
         elif plan.error is not None:
@@ -281,13 +291,22 @@ def _load_parsed(
     _insert_rows(con, parsed, plan.file_id, delivery.period, delivery.version, base["loaded_at"])
     notes = []
     if parsed.ignored_columns:
-        notes.append("columns not in the contract kept in _extra: " + ", ".join(parsed.ignored_columns))
+        notes.append(
+            "columns not in the contract kept in _extra: " + ", ".join(parsed.ignored_columns)
+        )
     if superseded_by:
         notes.append("arrived after a higher version of the same period; kept as superseded")
     _insert_manifest(
-        con, **base, rows_total=parsed.rows_total, rows_loaded=parsed.rows.num_rows,
-        rows_quarantined=len(parsed.rejected), encoding=parsed.encoding, locale=parsed.locale,
-        delimiter=parsed.delimiter, status=status, superseded_by=superseded_by,
+        con,
+        **base,
+        rows_total=parsed.rows_total,
+        rows_loaded=parsed.rows.num_rows,
+        rows_quarantined=len(parsed.rejected),
+        encoding=parsed.encoding,
+        locale=parsed.locale,
+        delimiter=parsed.delimiter,
+        status=status,
+        superseded_by=superseded_by,
         message="; ".join(notes) or None,
     )
     result.files_loaded += 1
@@ -305,7 +324,9 @@ def load_deliveries(
     plans = plan_deliveries(con, settings, deliveries, result)
     readable = [p for p in plans if p.split is not None]
     if readable:
-        for plan, parsed in zip(readable, type_split_files([p.split for p in readable], con), strict=True):
+        for plan, parsed in zip(
+            readable, type_split_files([p.split for p in readable], con), strict=True
+        ):
             plan.parsed = parsed
             plan.split = None  # free the text
     for plan in plans:

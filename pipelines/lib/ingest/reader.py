@@ -68,7 +68,9 @@ def decode(data: bytes, export: Export, file_name: str) -> tuple[str, str]:
         try:
             return data[3:].decode("utf-8"), "utf-8-sig"
         except UnicodeDecodeError as e:
-            raise FileError(_undecodable(file_name, data, e, "UTF-8 (it starts with a UTF-8 BOM)")) from e
+            raise FileError(
+                _undecodable(file_name, data, e, "UTF-8 (it starts with a UTF-8 BOM)")
+            ) from e
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as e:
@@ -445,7 +447,8 @@ def _wrong_count(first: int, raw: str, n_fields: int, found: int, at_end: bool) 
         else "; an unquoted delimiter or line break inside a value is the usual cause"
     )
     return Rejected(
-        first, raw,
+        first,
+        raw,
         f"wrong column count: expected {n_fields} fields like the header, found {found}{hint}",
     )
 
@@ -472,7 +475,10 @@ def _cut_plain(text: str, delimiter: str, n_fields: int, physical: PhysicalLines
 
 
 def _cut_quoted(
-    reader: Iterator[list[str]], n_fields: int, physical: PhysicalLines, total_lines: int,
+    reader: Iterator[list[str]],
+    n_fields: int,
+    physical: PhysicalLines,
+    total_lines: int,
     file_name: str,
 ) -> _Cut:
     """General path: the csv module handles quotes; we track each record's physical lines."""
@@ -494,11 +500,14 @@ def _cut_quoted(
             at_end = last >= total_lines
             if at_end and last > first and physical.get(first, last).count('"') % 2 == 1:
                 # csv swallows everything after a quote that is never closed into one field
-                rejected.append(Rejected(
-                    first, physical.get(first, last),
-                    f"a quote opened on line {first} is never closed, so lines {first}-{last} "
-                    "ran together into one record; the file looks truncated or has a stray quote",
-                ))
+                rejected.append(
+                    Rejected(
+                        first,
+                        physical.get(first, last),
+                        f"a quote opened on line {first} is never closed, so lines {first}-{last} "
+                        "ran together into one record; the file looks truncated or has a stray quote",
+                    )
+                )
                 continue
             if len(record) != n_fields:
                 rejected.append(
@@ -568,17 +577,25 @@ def _type_rows(
     batches = []
     for pos, f in enumerate(files):
         n = len(f.lines)
-        batches.append(pa.table({
-            **{
-                c.name: pa.array(f.values.get(c.name, [None] * n), type=pa.string())
-                for c in export.columns
-            },
-            "_file": pa.array([pos] * n, type=pa.int32()),
-            "_line": pa.array(f.lines, type=pa.int64()),
-            "_extra": pa.array(f.extras if f.extras is not None else [None] * n, type=pa.string()),
-        }))
+        batches.append(
+            pa.table(
+                {
+                    **{
+                        c.name: pa.array(f.values.get(c.name, [None] * n), type=pa.string())
+                        for c in export.columns
+                    },
+                    "_file": pa.array([pos] * n, type=pa.int32()),
+                    "_line": pa.array(f.lines, type=pa.int64()),
+                    "_extra": pa.array(
+                        f.extras if f.extras is not None else [None] * n, type=pa.string()
+                    ),
+                }
+            )
+        )
     batch = pa.concat_tables(batches)
-    cleaned = [f"nullif(trim({_q(c.name)}, {_lit(_BLANKS)}), '') AS {_q(c.name)}" for c in export.columns]
+    cleaned = [
+        f"nullif(trim({_q(c.name)}, {_lit(_BLANKS)}), '') AS {_q(c.name)}" for c in export.columns
+    ]
     typed = [f"{typed_sql(c, locale)} AS {typed_name(c)}" for c in export.columns]
     final = [f"{typed_name(c)} AS {_q(c.name)}" for c in export.columns]
     reasons = ", ".join(reason_sql(c, locale) for c in export.columns)

@@ -584,7 +584,11 @@ _MARTS: tuple[Rule, ...] = (
         {
             "column": "certification_status",
             "value_set": [
-                "certified", "not_yet_certified", "never_certified", "lapsed", "all",
+                "certified",
+                "not_yet_certified",
+                "never_certified",
+                "lapsed",
+                "all",
             ],
         },
         E,

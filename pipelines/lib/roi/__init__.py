@@ -24,8 +24,24 @@ from pipelines.lib.roi.warehouse import (
 )
 
 __all__ = [
-    "DEFAULT_ASSUMPTIONS_PATH", "INPUT_MARTS", "LINE_ITEMS", "OUTPUT_TABLES", "Assumption",
-    "RoiInputError", "Scenario", "apply_overrides", "base_params", "build_roi_tables",
-    "compute_items", "floor_percent", "load_assumptions", "load_scenario", "read_marts",
-    "run_scenario", "scenario_drivers", "sensitivity", "totals", "write_tables",
+    "DEFAULT_ASSUMPTIONS_PATH",
+    "INPUT_MARTS",
+    "LINE_ITEMS",
+    "OUTPUT_TABLES",
+    "Assumption",
+    "RoiInputError",
+    "Scenario",
+    "apply_overrides",
+    "base_params",
+    "build_roi_tables",
+    "compute_items",
+    "floor_percent",
+    "load_assumptions",
+    "load_scenario",
+    "read_marts",
+    "run_scenario",
+    "scenario_drivers",
+    "sensitivity",
+    "totals",
+    "write_tables",
 ]

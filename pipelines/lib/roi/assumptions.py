@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 
 # sources/scenarios/ sits at the repository root, three levels above this package.
-DEFAULT_ASSUMPTIONS_PATH = Path(__file__).resolve().parents[3] / "sources" / "scenarios" / "assumptions.yaml"
+DEFAULT_ASSUMPTIONS_PATH = (
+    Path(__file__).resolve().parents[3] / "sources" / "scenarios" / "assumptions.yaml"
+)
 
 REQUIRED_FIELDS = ("unit", "source", "low", "base", "high")
 
@@ -43,7 +45,9 @@ class Assumption:
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise RoiInputError(f"{where}: expected a number, got {value!r}; write a plain number such as 0.2 or 300")
+        raise RoiInputError(
+            f"{where}: expected a number, got {value!r}; write a plain number such as 0.2 or 300"
+        )
     return float(value)
 
 
@@ -53,12 +57,18 @@ def load_assumptions(path: Path | str | None = None) -> dict[str, Assumption]:
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise RoiInputError(f"{path}: assumptions file not found; pass the path of an assumptions YAML file") from exc
+        raise RoiInputError(
+            f"{path}: assumptions file not found; pass the path of an assumptions YAML file"
+        ) from exc
     except yaml.YAMLError as exc:
-        raise RoiInputError(f"{path}: not valid YAML ({exc}); check indentation and colons") from exc
+        raise RoiInputError(
+            f"{path}: not valid YAML ({exc}); check indentation and colons"
+        ) from exc
     entries = (doc or {}).get("assumptions") if isinstance(doc, dict) else None
     if not isinstance(entries, dict) or not entries:
-        raise RoiInputError(f"{path}: expected a top-level 'assumptions:' mapping of name -> {{unit, source, low, base, high}}")
+        raise RoiInputError(
+            f"{path}: expected a top-level 'assumptions:' mapping of name -> {{unit, source, low, base, high}}"
+        )
     out: dict[str, Assumption] = {}
     for name, entry in entries.items():
         where = f"{path}, assumption '{name}'"
@@ -66,8 +76,12 @@ def load_assumptions(path: Path | str | None = None) -> dict[str, Assumption]:
             raise RoiInputError(f"{where}: expected a mapping with {', '.join(REQUIRED_FIELDS)}")
         missing = [f for f in REQUIRED_FIELDS if f not in entry]
         if missing:
-            raise RoiInputError(f"{where}: missing {', '.join(missing)}; every assumption needs a unit, a source and low/base/high")
-        low, base, high = (_number(entry[k], f"{where}, field '{k}'") for k in ("low", "base", "high"))
+            raise RoiInputError(
+                f"{where}: missing {', '.join(missing)}; every assumption needs a unit, a source and low/base/high"
+            )
+        low, base, high = (
+            _number(entry[k], f"{where}, field '{k}'") for k in ("low", "base", "high")
+        )
         if not low <= base <= high:
             raise RoiInputError(f"{where}: needs low <= base <= high, got {low} / {base} / {high}")
         out[name] = Assumption(
@@ -96,17 +110,25 @@ def apply_overrides(
     for name, value in (overrides or {}).items():
         if name not in out:
             close = difflib.get_close_matches(str(name), list(out), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known assumptions: {', '.join(sorted(out))}"
+            hint = (
+                f"; did you mean '{close[0]}'?"
+                if close
+                else f"; known assumptions: {', '.join(sorted(out))}"
+            )
             raise RoiInputError(f"{where}: unknown assumption '{name}'{hint}")
         a = out[name]
         spec = value if isinstance(value, dict) else {"base": value}
         if "base" not in spec:
-            raise RoiInputError(f"{where}, assumption '{name}': give 'base:' (and optionally low/high)")
+            raise RoiInputError(
+                f"{where}, assumption '{name}': give 'base:' (and optionally low/high)"
+            )
         base = _number(spec["base"], f"{where}, assumption '{name}', base")
         low = _number(spec.get("low", min(a.low, base)), f"{where}, assumption '{name}', low")
         high = _number(spec.get("high", max(a.high, base)), f"{where}, assumption '{name}', high")
         if not low <= base <= high:
-            raise RoiInputError(f"{where}, assumption '{name}': needs low <= base <= high, got {low} / {base} / {high}")
+            raise RoiInputError(
+                f"{where}, assumption '{name}': needs low <= base <= high, got {low} / {base} / {high}"
+            )
         note = spec.get("note") or spec.get("basis") or "overridden"
         out[name] = replace(a, low=low, base=base, high=high, basis=f"{where}: {note}")
     return out

@@ -54,72 +54,156 @@ def _downtime_factor(p: Params) -> float:
     time to resolve), so avoided = observed x (1 / (IRR x MTTR) - 1)."""
     product = p["incident_rate_ratio"] * p["mttr_ratio"]
     if product <= 0:
-        raise ValueError("incident_rate_ratio and mttr_ratio must be positive; check certification_effect or the assumptions")
+        raise ValueError(
+            "incident_rate_ratio and mttr_ratio must be positive; check certification_effect or the assumptions"
+        )
     return 1.0 / product - 1.0
 
 
 LINE_ITEMS: tuple[LineItem, ...] = (
     # --- investment -----------------------------------------------------------------------
-    LineItem("investment", "course_fees", "Course fees (list price)",
-             "course fees at list price", ("course_list_price_usd",), (),
-             lambda p: _c("course_list_price_usd")),
-    LineItem("investment", "bootcamp_fees", "Bootcamp fees (list price)",
-             "bootcamp fees at list price", ("bootcamp_list_price_usd",), (),
-             lambda p: _c("bootcamp_list_price_usd")),
-    LineItem("investment", "exam_fees", "Certification exam fees (list price)",
-             "exam fees at list price", ("exam_list_price_usd",), (),
-             lambda p: _c("exam_list_price_usd")),
-    LineItem("investment", "exam_materials", "Exam materials",
-             "exam_attempts x exam_materials_usd_per_attempt", ("exam_attempts",),
-             ("exam_materials_usd_per_attempt",),
-             lambda p: _c("exam_attempts") * p["exam_materials_usd_per_attempt"]),
-    LineItem("investment", "lab_access", "Lab access",
-             "lab_enrolments x lab_access_usd_per_enrolment", ("lab_enrolments",),
-             ("lab_access_usd_per_enrolment",),
-             lambda p: _c("lab_enrolments") * p["lab_access_usd_per_enrolment"]),
-    LineItem("investment", "vendor_discounts", "Vendor-programme discounts",
-             "- discounts on list prices", ("discounts_usd",), (),
-             lambda p: 0.0 - _c("discounts_usd")),
-    LineItem("investment", "apprenticeship_senior_time", "Apprenticeship: senior's lost productivity",
-             "apprentices x apprenticeship_months x hours_per_month x senior_rate_usd_per_hour"
-             " x apprenticeship_senior_productivity_loss",
-             ("apprentices",),
-             ("apprenticeship_months", "hours_per_month", "senior_rate_usd_per_hour",
-              "apprenticeship_senior_productivity_loss"),
-             lambda p: _c("apprentices") * (p["apprenticeship_months"] * p["hours_per_month"]
-                                            * p["senior_rate_usd_per_hour"]
-                                            * p["apprenticeship_senior_productivity_loss"])),
-    LineItem("investment", "engineers_own_time", "Engineers' own time in training",
-             "training_hours x employee_rate_usd_per_hour", ("training_hours",),
-             ("employee_rate_usd_per_hour",),
-             lambda p: _c("training_hours") * p["employee_rate_usd_per_hour"]),
-    LineItem("investment", "transition_support", "Transition support (contractor or vendor)",
-             "transition support paid while the team learns", ("transition_support_paid_usd",), (),
-             lambda p: _c("transition_support_paid_usd")),
+    LineItem(
+        "investment",
+        "course_fees",
+        "Course fees (list price)",
+        "course fees at list price",
+        ("course_list_price_usd",),
+        (),
+        lambda p: _c("course_list_price_usd"),
+    ),
+    LineItem(
+        "investment",
+        "bootcamp_fees",
+        "Bootcamp fees (list price)",
+        "bootcamp fees at list price",
+        ("bootcamp_list_price_usd",),
+        (),
+        lambda p: _c("bootcamp_list_price_usd"),
+    ),
+    LineItem(
+        "investment",
+        "exam_fees",
+        "Certification exam fees (list price)",
+        "exam fees at list price",
+        ("exam_list_price_usd",),
+        (),
+        lambda p: _c("exam_list_price_usd"),
+    ),
+    LineItem(
+        "investment",
+        "exam_materials",
+        "Exam materials",
+        "exam_attempts x exam_materials_usd_per_attempt",
+        ("exam_attempts",),
+        ("exam_materials_usd_per_attempt",),
+        lambda p: _c("exam_attempts") * p["exam_materials_usd_per_attempt"],
+    ),
+    LineItem(
+        "investment",
+        "lab_access",
+        "Lab access",
+        "lab_enrolments x lab_access_usd_per_enrolment",
+        ("lab_enrolments",),
+        ("lab_access_usd_per_enrolment",),
+        lambda p: _c("lab_enrolments") * p["lab_access_usd_per_enrolment"],
+    ),
+    LineItem(
+        "investment",
+        "vendor_discounts",
+        "Vendor-programme discounts",
+        "- discounts on list prices",
+        ("discounts_usd",),
+        (),
+        lambda p: 0.0 - _c("discounts_usd"),
+    ),
+    LineItem(
+        "investment",
+        "apprenticeship_senior_time",
+        "Apprenticeship: senior's lost productivity",
+        "apprentices x apprenticeship_months x hours_per_month x senior_rate_usd_per_hour"
+        " x apprenticeship_senior_productivity_loss",
+        ("apprentices",),
+        (
+            "apprenticeship_months",
+            "hours_per_month",
+            "senior_rate_usd_per_hour",
+            "apprenticeship_senior_productivity_loss",
+        ),
+        lambda p: (
+            _c("apprentices")
+            * (
+                p["apprenticeship_months"]
+                * p["hours_per_month"]
+                * p["senior_rate_usd_per_hour"]
+                * p["apprenticeship_senior_productivity_loss"]
+            )
+        ),
+    ),
+    LineItem(
+        "investment",
+        "engineers_own_time",
+        "Engineers' own time in training",
+        "training_hours x employee_rate_usd_per_hour",
+        ("training_hours",),
+        ("employee_rate_usd_per_hour",),
+        lambda p: _c("training_hours") * p["employee_rate_usd_per_hour"],
+    ),
+    LineItem(
+        "investment",
+        "transition_support",
+        "Transition support (contractor or vendor)",
+        "transition support paid while the team learns",
+        ("transition_support_paid_usd",),
+        (),
+        lambda p: _c("transition_support_paid_usd"),
+    ),
     # --- returns --------------------------------------------------------------------------
-    LineItem("return", "downtime_avoided", "Less downtime",
-             "certified_downtime_gpu_hours x (1 / (incident_rate_ratio x mttr_ratio) - 1)"
-             " x downtime_cost_usd_per_gpu_hour",
-             ("certified_downtime_gpu_hours",),
-             ("incident_rate_ratio", "mttr_ratio", "downtime_cost_usd_per_gpu_hour"),
-             lambda p: _c("certified_downtime_gpu_hours") * (_downtime_factor(p)
-                                                             * p["downtime_cost_usd_per_gpu_hour"])),
-    LineItem("return", "contractor_cost_avoided", "Contractor cost avoided",
-             "contractor_hours_replaced x (contractor_rate_usd_per_hour - employee_rate_usd_per_hour)",
-             ("contractor_hours_replaced",),
-             ("contractor_rate_usd_per_hour", "employee_rate_usd_per_hour"),
-             lambda p: _c("contractor_hours_replaced") * (p["contractor_rate_usd_per_hour"]
-                                                          - p["employee_rate_usd_per_hour"])),
-    LineItem("return", "efficiency", "Efficiency improvements",
-             "certified_fleet_gpu_years x fleet_cost_usd_per_gpu_year x efficiency_share_of_fleet_cost",
-             ("certified_fleet_gpu_years",),
-             ("fleet_cost_usd_per_gpu_year", "efficiency_share_of_fleet_cost"),
-             lambda p: _c("certified_fleet_gpu_years") * (p["fleet_cost_usd_per_gpu_year"]
-                                                * p["efficiency_share_of_fleet_cost"])),
-    LineItem("return", "faster_deployment", "Faster deployment",
-             "certified_fleet_gpu_years x faster_deployment_usd_per_gpu_year",
-             ("certified_fleet_gpu_years",), ("faster_deployment_usd_per_gpu_year",),
-             lambda p: _c("certified_fleet_gpu_years") * p["faster_deployment_usd_per_gpu_year"]),
+    LineItem(
+        "return",
+        "downtime_avoided",
+        "Less downtime",
+        "certified_downtime_gpu_hours x (1 / (incident_rate_ratio x mttr_ratio) - 1)"
+        " x downtime_cost_usd_per_gpu_hour",
+        ("certified_downtime_gpu_hours",),
+        ("incident_rate_ratio", "mttr_ratio", "downtime_cost_usd_per_gpu_hour"),
+        lambda p: (
+            _c("certified_downtime_gpu_hours")
+            * (_downtime_factor(p) * p["downtime_cost_usd_per_gpu_hour"])
+        ),
+    ),
+    LineItem(
+        "return",
+        "contractor_cost_avoided",
+        "Contractor cost avoided",
+        "contractor_hours_replaced x (contractor_rate_usd_per_hour - employee_rate_usd_per_hour)",
+        ("contractor_hours_replaced",),
+        ("contractor_rate_usd_per_hour", "employee_rate_usd_per_hour"),
+        lambda p: (
+            _c("contractor_hours_replaced")
+            * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"])
+        ),
+    ),
+    LineItem(
+        "return",
+        "efficiency",
+        "Efficiency improvements",
+        "certified_fleet_gpu_years x fleet_cost_usd_per_gpu_year x efficiency_share_of_fleet_cost",
+        ("certified_fleet_gpu_years",),
+        ("fleet_cost_usd_per_gpu_year", "efficiency_share_of_fleet_cost"),
+        lambda p: (
+            _c("certified_fleet_gpu_years")
+            * (p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"])
+        ),
+    ),
+    LineItem(
+        "return",
+        "faster_deployment",
+        "Faster deployment",
+        "certified_fleet_gpu_years x faster_deployment_usd_per_gpu_year",
+        ("certified_fleet_gpu_years",),
+        ("faster_deployment_usd_per_gpu_year",),
+        lambda p: _c("certified_fleet_gpu_years") * p["faster_deployment_usd_per_gpu_year"],
+    ),
 )
 
 DRIVER_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(d for li in LINE_ITEMS for d in li.drivers))
@@ -151,21 +235,33 @@ def add_totals(items: pl.LazyFrame) -> pl.LazyFrame:
         items.with_columns(investment_usd=inv.round(2), return_usd=ret.round(2))
         .with_columns(net_return_usd=(pl.col("return_usd") - pl.col("investment_usd")).round(2))
         .with_columns(
-            net_roi=pl.when(pl.col("investment_usd") > 0)
-            .then(pl.col("net_return_usd") / pl.col("investment_usd")),
-            gross_return_multiple=pl.when(pl.col("investment_usd") > 0)
-            .then(pl.col("return_usd") / pl.col("investment_usd")),
+            net_roi=pl.when(pl.col("investment_usd") > 0).then(
+                pl.col("net_return_usd") / pl.col("investment_usd")
+            ),
+            gross_return_multiple=pl.when(pl.col("investment_usd") > 0).then(
+                pl.col("return_usd") / pl.col("investment_usd")
+            ),
         )
     )
 
 
 def totals(drivers: pl.LazyFrame, params: Params) -> dict[str, float | None]:
     """Sum the drivers over all rows, price them and return the totals (one collect)."""
-    summed = drivers.select([_c(d).sum().alias(d) for d in DRIVER_COLUMNS
-                             if d in drivers.collect_schema().names()])
+    summed = drivers.select(
+        [_c(d).sum().alias(d) for d in DRIVER_COLUMNS if d in drivers.collect_schema().names()]
+    )
     row = compute_items(summed, params).collect().row(0, named=True)
-    return {k: row[k] for k in (*ITEM_COLUMNS, "investment_usd", "return_usd", "net_return_usd",
-                                "net_roi", "gross_return_multiple")}
+    return {
+        k: row[k]
+        for k in (
+            *ITEM_COLUMNS,
+            "investment_usd",
+            "return_usd",
+            "net_return_usd",
+            "net_roi",
+            "gross_return_multiple",
+        )
+    }
 
 
 def floor_percent(ratio: float | None) -> int | None:
@@ -194,19 +290,35 @@ def sensitivity(
     base_roi = run(base)
     rows = []
     for name, (low, mid, high) in ranges.items():
-        rows.append({
-            "assumption": name, "low_value": low, "base_value": mid, "high_value": high,
-            "roi_at_low": run({**base, name: low}), "roi_at_high": run({**base, name: high}),
-        })
+        rows.append(
+            {
+                "assumption": name,
+                "low_value": low,
+                "base_value": mid,
+                "high_value": high,
+                "roi_at_low": run({**base, name: low}),
+                "roi_at_high": run({**base, name: high}),
+            }
+        )
     for label, moves in (joint or {}).items():
-        rows.append({
-            "assumption": label,
-            "low_value": None, "base_value": None, "high_value": None,
-            "roi_at_low": run({**base, **{n: lo for n, (lo, _) in moves.items()}}),
-            "roi_at_high": run({**base, **{n: hi for n, (_, hi) in moves.items()}}),
-        })
-    schema = {"assumption": pl.String, "low_value": pl.Float64, "base_value": pl.Float64,
-              "high_value": pl.Float64, "roi_at_low": pl.Float64, "roi_at_high": pl.Float64}
+        rows.append(
+            {
+                "assumption": label,
+                "low_value": None,
+                "base_value": None,
+                "high_value": None,
+                "roi_at_low": run({**base, **{n: lo for n, (lo, _) in moves.items()}}),
+                "roi_at_high": run({**base, **{n: hi for n, (_, hi) in moves.items()}}),
+            }
+        )
+    schema = {
+        "assumption": pl.String,
+        "low_value": pl.Float64,
+        "base_value": pl.Float64,
+        "high_value": pl.Float64,
+        "roi_at_low": pl.Float64,
+        "roi_at_high": pl.Float64,
+    }
     df = pl.DataFrame(rows, schema=schema)
     return (
         df.with_columns(base_roi=pl.lit(base_roi, dtype=pl.Float64))

@@ -70,10 +70,14 @@ def _quantity(name: str, spec: Any, where: str) -> Quantity:
         spec = {"value": spec, "basis": "assumed"}
     value = spec.get("value")
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise RoiInputError(f"{where}, quantity '{name}': expected a number >= 0 under 'value:', got {value!r}")
+        raise RoiInputError(
+            f"{where}, quantity '{name}': expected a number >= 0 under 'value:', got {value!r}"
+        )
     basis = str(spec.get("basis", "assumed"))
     if basis not in ("given", "assumed"):
-        raise RoiInputError(f"{where}, quantity '{name}': basis must be 'given' (the source states it) or 'assumed', got {basis!r}")
+        raise RoiInputError(
+            f"{where}, quantity '{name}': basis must be 'given' (the source states it) or 'assumed', got {basis!r}"
+        )
     return Quantity(name, float(value), basis, str(spec.get("note", "")))
 
 
@@ -83,27 +87,41 @@ def load_scenario(path: Path | str, assumptions_path: Path | str | None = None) 
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise RoiInputError(f"{path}: scenario file not found; see sources/scenarios/ for examples") from exc
+        raise RoiInputError(
+            f"{path}: scenario file not found; see sources/scenarios/ for examples"
+        ) from exc
     except yaml.YAMLError as exc:
-        raise RoiInputError(f"{path}: not valid YAML ({exc}); check indentation and colons") from exc
+        raise RoiInputError(
+            f"{path}: not valid YAML ({exc}); check indentation and colons"
+        ) from exc
     if not isinstance(doc, dict) or "name" not in doc:
         raise RoiInputError(f"{path}: expected a mapping with at least 'name:' and 'quantities:'")
     raw_q = doc.get("quantities") or {}
     if not isinstance(raw_q, dict):
-        raise RoiInputError(f"{path}: 'quantities:' must be a mapping of name -> {{value, basis, note}}")
+        raise RoiInputError(
+            f"{path}: 'quantities:' must be a mapping of name -> {{value, basis, note}}"
+        )
     quantities: dict[str, Quantity] = {}
     for name, spec in raw_q.items():
         if name not in QUANTITIES:
             close = difflib.get_close_matches(str(name), list(QUANTITIES), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"known quantities: {', '.join(QUANTITIES)}"
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"known quantities: {', '.join(QUANTITIES)}"
+            )
             raise RoiInputError(f"{path}: unknown quantity '{name}'; {hint}")
         quantities[name] = _quantity(name, spec, str(path))
     for name in QUANTITIES:
         quantities.setdefault(name, Quantity(name, QUANTITY_DEFAULTS.get(name, 0.0), "not given"))
     share = quantities["certified_share_of_team"].value
     if share > 1:
-        raise RoiInputError(f"{path}, quantity 'certified_share_of_team': a share between 0 and 1, got {share}")
-    assumptions = apply_overrides(load_assumptions(assumptions_path), doc.get("assumptions") or {}, str(path))
+        raise RoiInputError(
+            f"{path}, quantity 'certified_share_of_team': a share between 0 and 1, got {share}"
+        )
+    assumptions = apply_overrides(
+        load_assumptions(assumptions_path), doc.get("assumptions") or {}, str(path)
+    )
     return Scenario(
         name=str(doc["name"]),
         path=path,
@@ -122,22 +140,32 @@ def scenario_drivers(quantities: Mapping[str, float], p: Params) -> pl.LazyFrame
     training_spend. Downtime: the certified team is observed at baseline x IRR x MTTR, so the
     shared downtime formula gives avoided = baseline x (1 - IRR x MTTR)."""
     q = {name: float(quantities.get(name, QUANTITY_DEFAULTS.get(name, 0.0))) for name in QUANTITIES}
-    return pl.LazyFrame({
-        "course_list_price_usd": [q["course_participants"] * p["course_fee_usd_per_participant"]],
-        "bootcamp_list_price_usd": [q["bootcamp_participants"] * p["bootcamp_fee_usd_per_participant"]],
-        "exam_list_price_usd": [q["exam_attempts"] * p["exam_fee_usd"]],
-        "discounts_usd": [q["vendor_course_participants"] * p["course_fee_usd_per_participant"]
-                          * p["vendor_discount_share"]],
-        "exam_attempts": [q["exam_attempts"]],
-        "lab_enrolments": [q["lab_enrolments"]],
-        "apprentices": [q["apprentices"]],
-        "training_hours": [q["training_participants"] * p["training_hours_per_participant"]],
-        "transition_support_paid_usd": [q["transition_support_usd"]],
-        "certified_downtime_gpu_hours": [q["baseline_downtime_gpu_hours"]
-                                         * p["incident_rate_ratio"] * p["mttr_ratio"]],
-        "contractor_hours_replaced": [q["contractor_hours_replaced"]],
-        "certified_fleet_gpu_years": [q["fleet_gpus"] * q["certified_share_of_team"]],
-    })
+    return pl.LazyFrame(
+        {
+            "course_list_price_usd": [
+                q["course_participants"] * p["course_fee_usd_per_participant"]
+            ],
+            "bootcamp_list_price_usd": [
+                q["bootcamp_participants"] * p["bootcamp_fee_usd_per_participant"]
+            ],
+            "exam_list_price_usd": [q["exam_attempts"] * p["exam_fee_usd"]],
+            "discounts_usd": [
+                q["vendor_course_participants"]
+                * p["course_fee_usd_per_participant"]
+                * p["vendor_discount_share"]
+            ],
+            "exam_attempts": [q["exam_attempts"]],
+            "lab_enrolments": [q["lab_enrolments"]],
+            "apprentices": [q["apprentices"]],
+            "training_hours": [q["training_participants"] * p["training_hours_per_participant"]],
+            "transition_support_paid_usd": [q["transition_support_usd"]],
+            "certified_downtime_gpu_hours": [
+                q["baseline_downtime_gpu_hours"] * p["incident_rate_ratio"] * p["mttr_ratio"]
+            ],
+            "contractor_hours_replaced": [q["contractor_hours_replaced"]],
+            "certified_fleet_gpu_years": [q["fleet_gpus"] * q["certified_share_of_team"]],
+        }
+    )
 
 
 def _inputs_text(li, drivers_row: Mapping[str, float], p: Params) -> str:
@@ -164,21 +192,38 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         return totals(scenario_drivers(qvalues, p), p)["net_roi"]
 
     used = {q for li in LINE_ITEMS for q in li.params} | {
-        "course_fee_usd_per_participant", "bootcamp_fee_usd_per_participant", "exam_fee_usd",
-        "vendor_discount_share", "training_hours_per_participant"}
-    ranges = {n: (a.low, a.base, a.high) for n, a in scenario.assumptions.items()
-              if n in used and "scenario" in a.used_by}
+        "course_fee_usd_per_participant",
+        "bootcamp_fee_usd_per_participant",
+        "exam_fee_usd",
+        "vendor_discount_share",
+        "training_hours_per_participant",
+    }
+    ranges = {
+        n: (a.low, a.base, a.high)
+        for n, a in scenario.assumptions.items()
+        if n in used and "scenario" in a.used_by
+    }
     irr, mttr = scenario.assumptions["incident_rate_ratio"], scenario.assumptions["mttr_ratio"]
-    joint = {"incident_rate_ratio and mttr_ratio together": {
-        # low ratios = a larger effect; both move to the same end of their range
-        "incident_rate_ratio": (irr.low, irr.high), "mttr_ratio": (mttr.low, mttr.high)}}
+    joint = {
+        "incident_rate_ratio and mttr_ratio together": {
+            # low ratios = a larger effect; both move to the same end of their range
+            "incident_rate_ratio": (irr.low, irr.high),
+            "mttr_ratio": (mttr.low, mttr.high),
+        }
+    }
     sens = sensitivity(roi_for, ranges, params, joint)
 
-    items = [{
-        "category": li.category, "item": li.item, "label": li.label,
-        "amount_usd": result[li.column], "formula": li.formula,
-        "inputs": _inputs_text(li, drow, params),
-    } for li in LINE_ITEMS]
+    items = [
+        {
+            "category": li.category,
+            "item": li.item,
+            "label": li.label,
+            "amount_usd": result[li.column],
+            "formula": li.formula,
+            "inputs": _inputs_text(li, drow, params),
+        }
+        for li in LINE_ITEMS
+    ]
     net, gross = result["net_roi"], result["gross_return_multiple"]
     return {
         "scenario": scenario.name,
@@ -193,12 +238,14 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         "first_year_roi": {
             "label": "ROI, first year (net)",
             "definition": "(annual return - investment) / investment",
-            "ratio": net, "percent_rounded_down": floor_percent(net),
+            "ratio": net,
+            "percent_rounded_down": floor_percent(net),
         },
         "ongoing_roi": {
             "label": "ROI, ongoing (gross return multiple)",
             "definition": "annual return / investment",
-            "ratio": gross, "percent_rounded_down": floor_percent(gross),
+            "ratio": gross,
+            "percent_rounded_down": floor_percent(gross),
         },
         "rounding": (
             "Percentages are the ratio x 100 rounded DOWN to the whole percent, as the source "
@@ -206,10 +253,28 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
             f"net {_fmt_ratio(net)} -> {floor_percent(net)} %, "
             f"gross {_fmt_ratio(gross)} -> {floor_percent(gross)} %."
         ),
-        "quantities": [{"name": q.name, "value": q.value, "basis": q.basis, "note": q.note,
-                        "meaning": QUANTITIES[q.name]} for q in scenario.quantities.values()],
-        "assumptions": [{"name": a.name, "unit": a.unit, "low": a.low, "base": a.base,
-                         "high": a.high, "source": a.source, "basis": a.basis}
-                        for a in scenario.assumptions.values() if a.name in ranges],
+        "quantities": [
+            {
+                "name": q.name,
+                "value": q.value,
+                "basis": q.basis,
+                "note": q.note,
+                "meaning": QUANTITIES[q.name],
+            }
+            for q in scenario.quantities.values()
+        ],
+        "assumptions": [
+            {
+                "name": a.name,
+                "unit": a.unit,
+                "low": a.low,
+                "base": a.base,
+                "high": a.high,
+                "source": a.source,
+                "basis": a.basis,
+            }
+            for a in scenario.assumptions.values()
+            if a.name in ranges
+        ],
         "sensitivity": sens.to_dicts(),
     }

@@ -39,8 +39,16 @@ from pipelines.lib.roi.model import (
 )
 
 INPUT_MARTS: dict[str, tuple[str, ...]] = {
-    "training_spend": ("quarter", "spend_category", "participants", "enrolments",
-                       "spend_usd", "list_price_usd", "discount_usd", "training_hours"),
+    "training_spend": (
+        "quarter",
+        "spend_category",
+        "participants",
+        "enrolments",
+        "spend_usd",
+        "list_price_usd",
+        "discount_usd",
+        "training_hours",
+    ),
     "contractor_costs": ("month", "hours"),
     "fleet_size": ("month", "cluster", "gpu_count"),
     "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
@@ -54,8 +62,13 @@ COURSE_CATEGORIES = ("online", "internal", "vendor_partnership", "apprenticeship
 LAB_CATEGORIES = ("online", "internal", "apprenticeship")
 
 # warehouse ROI assumptions that the data replaces: fees, discounts, participants' hours
-DATA_REPLACES = ("course_fee_usd_per_participant", "bootcamp_fee_usd_per_participant",
-                 "exam_fee_usd", "vendor_discount_share", "training_hours_per_participant")
+DATA_REPLACES = (
+    "course_fee_usd_per_participant",
+    "bootcamp_fee_usd_per_participant",
+    "exam_fee_usd",
+    "vendor_discount_share",
+    "training_hours_per_participant",
+)
 
 
 def _f(name: str) -> pl.Expr:
@@ -63,14 +76,17 @@ def _f(name: str) -> pl.Expr:
 
 
 def _sum_where(value: pl.Expr, categories: tuple[str, ...]) -> pl.Expr:
-    return pl.when(pl.col("spend_category").is_in(list(categories))).then(value).otherwise(0.0).sum()
+    return (
+        pl.when(pl.col("spend_category").is_in(list(categories))).then(value).otherwise(0.0).sum()
+    )
 
 
 def investment_drivers(training_spend: pl.LazyFrame) -> pl.LazyFrame:
     """Per quarter: fees at list price by kind, discounts, exam attempts, lab enrolments,
     apprentices and training hours. List price falls back to spend + discount when missing."""
-    list_price = pl.coalesce(pl.col("list_price_usd").cast(pl.Float64),
-                             _f("spend_usd") + _f("discount_usd"))
+    list_price = pl.coalesce(
+        pl.col("list_price_usd").cast(pl.Float64), _f("spend_usd") + _f("discount_usd")
+    )
     return (
         training_spend.with_columns(_list=list_price.fill_null(0.0))
         .group_by(pl.col("quarter").cast(pl.Date))
@@ -128,9 +144,8 @@ def fleet_drivers(fleet_size: pl.LazyFrame, coverage: pl.LazyFrame) -> pl.LazyFr
         .agg(gpus=_f("gpu_count").sum())
         .join(share, on="month", how="left")
     )
-    return (
-        monthly.group_by(quarter=pl.col("month").dt.truncate("1q"))
-        .agg(certified_fleet_gpu_years=(pl.col("gpus") * _f("share")).sum() / 12.0)
+    return monthly.group_by(quarter=pl.col("month").dt.truncate("1q")).agg(
+        certified_fleet_gpu_years=(pl.col("gpus") * _f("share")).sum() / 12.0
     )
 
 
@@ -149,19 +164,24 @@ def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
 def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, float, float]]:
     """(ci_low, estimate, ci_high) of the incident-rate and MTTR ratios; errors name the row."""
     out = {}
-    for metric, param in (("incident_rate_ratio", "incident_rate_ratio"), ("mttr_ratio", "mttr_ratio")):
+    for metric, param in (
+        ("incident_rate_ratio", "incident_rate_ratio"),
+        ("mttr_ratio", "mttr_ratio"),
+    ):
         rows = certification_effect.filter(pl.col("metric") == metric)
         if rows.height != 1:
             raise RoiInputError(
                 f"marts.certification_effect: expected one row with metric = '{metric}', found "
-                f"{rows.height}; run the statistics asset (marts/certification_effect) first")
+                f"{rows.height}; run the statistics asset (marts/certification_effect) first"
+            )
         r = rows.row(0, named=True)
         vals = (r["ci_low"], r["estimate"], r["ci_high"])
         if any(v is None or v <= 0 for v in vals):
             raise RoiInputError(
                 f"marts.certification_effect, metric '{metric}': estimate and CI must be positive "
                 f"ratios, got ci_low={r['ci_low']}, estimate={r['estimate']}, ci_high={r['ci_high']}; "
-                "the model cannot price downtime without them")
+                "the model cannot price downtime without them"
+            )
         lo, est, hi = (float(v) for v in vals)
         out[param] = (min(lo, est), est, max(hi, est))
     return out
@@ -173,22 +193,38 @@ def warehouse_assumptions(
     """The assumptions with the ratios replaced by the measured effect and its CI."""
     out = dict(assumptions)
     for name, (lo, est, hi) in effect_params(certification_effect).items():
-        out[name] = replace(out[name], low=lo, base=est, high=hi,
-                            basis="marts.certification_effect (estimate, 95 % CI)")
+        out[name] = replace(
+            out[name],
+            low=lo,
+            base=est,
+            high=hi,
+            basis="marts.certification_effect (estimate, 95 % CI)",
+        )
     return out
 
 
 def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """Quarter rows priced per quarter, and calendar-year rows summed from them."""
-    q = compute_items(drivers, params).with_columns(period_type=pl.lit("quarter"),
-                                                   period_start=pl.col("quarter"))
+    q = compute_items(drivers, params).with_columns(
+        period_type=pl.lit("quarter"), period_start=pl.col("quarter")
+    )
     y = add_totals(
         q.group_by(period_start=pl.col("quarter").dt.truncate("1y"))
         .agg([pl.col(c).sum() for c in (*DRIVER_COLUMNS, *ITEM_COLUMNS)])
         .with_columns(period_type=pl.lit("year"))
     )
-    cols = ["period_type", "period_start", "period_end", *DRIVER_COLUMNS, *ITEM_COLUMNS,
-            "investment_usd", "return_usd", "net_return_usd", "net_roi", "gross_return_multiple"]
+    cols = [
+        "period_type",
+        "period_start",
+        "period_end",
+        *DRIVER_COLUMNS,
+        *ITEM_COLUMNS,
+        "investment_usd",
+        "return_usd",
+        "net_return_usd",
+        "net_roi",
+        "gross_return_multiple",
+    ]
     both = pl.concat([q.drop("quarter"), y], how="diagonal_relaxed").with_columns(
         period_end=pl.when(pl.col("period_type") == "quarter")
         .then(pl.col("period_start").dt.offset_by("3mo"))
@@ -200,20 +236,49 @@ def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
 
 def roi_summary(drivers: pl.LazyFrame, params: Params) -> pl.DataFrame:
     """One row per line item over the whole window, with its formula and priced inputs."""
-    window = drivers.select(start=pl.col("quarter").min(), end=pl.col("quarter").max()).collect().row(0)
-    summed = drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect().row(0, named=True)
+    window = (
+        drivers.select(start=pl.col("quarter").min(), end=pl.col("quarter").max()).collect().row(0)
+    )
+    summed = (
+        drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect().row(0, named=True)
+    )
     result = totals(pl.LazyFrame({k: [v] for k, v in summed.items()}), params)
     end = window[1]
-    period_end = None if end is None else (pl.select(pl.lit(end).dt.offset_by("3mo").dt.offset_by("-1d")).item())
+    period_end = (
+        None
+        if end is None
+        else (pl.select(pl.lit(end).dt.offset_by("3mo").dt.offset_by("-1d")).item())
+    )
     rows = []
     for li in LINE_ITEMS:
-        inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [f"{p}={params[p]:,.6g}" for p in li.params]
-        rows.append({"category": li.category, "item": li.item, "label": li.label,
-                     "amount_usd": result[li.column], "formula": li.formula,
-                     "inputs": "; ".join(inputs), "period_start": window[0], "period_end": period_end})
-    return pl.DataFrame(rows, schema={
-        "category": pl.String, "item": pl.String, "label": pl.String, "amount_usd": pl.Float64,
-        "formula": pl.String, "inputs": pl.String, "period_start": pl.Date, "period_end": pl.Date})
+        inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [
+            f"{p}={params[p]:,.6g}" for p in li.params
+        ]
+        rows.append(
+            {
+                "category": li.category,
+                "item": li.item,
+                "label": li.label,
+                "amount_usd": result[li.column],
+                "formula": li.formula,
+                "inputs": "; ".join(inputs),
+                "period_start": window[0],
+                "period_end": period_end,
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "category": pl.String,
+            "item": pl.String,
+            "label": pl.String,
+            "amount_usd": pl.Float64,
+            "formula": pl.String,
+            "inputs": pl.String,
+            "period_start": pl.Date,
+            "period_end": pl.Date,
+        },
+    )
 
 
 def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]) -> pl.DataFrame:
@@ -221,13 +286,20 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
     summed = drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect()
     lf = summed.lazy()
     used = {p for li in LINE_ITEMS for p in li.params}
-    ranges = {n: (a.low, a.base, a.high) for n, a in assumptions.items()
-              if (n in used and "warehouse" in a.used_by) or n in ("incident_rate_ratio", "mttr_ratio")}
+    ranges = {
+        n: (a.low, a.base, a.high)
+        for n, a in assumptions.items()
+        if (n in used and "warehouse" in a.used_by) or n in ("incident_rate_ratio", "mttr_ratio")
+    }
     # contractor replaced hours do not depend on the rates; the contractor-baseline window is a
     # driver choice, not a price, so it is left out of the tornado.
     irr, mttr = assumptions["incident_rate_ratio"], assumptions["mttr_ratio"]
-    joint = {"certification_effect CI (both ratios)": {
-        "incident_rate_ratio": (irr.low, irr.high), "mttr_ratio": (mttr.low, mttr.high)}}
+    joint = {
+        "certification_effect CI (both ratios)": {
+            "incident_rate_ratio": (irr.low, irr.high),
+            "mttr_ratio": (mttr.low, mttr.high),
+        }
+    }
     return sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
 
 
@@ -238,12 +310,18 @@ def build_roi_tables(
     effect = marts["certification_effect"].collect()
     assumed = warehouse_assumptions(assumptions, effect)
     params = base_params(assumed)
-    drivers = quarterly_drivers(
-        investment_drivers(marts["training_spend"]),
-        downtime_drivers(marts["incident_downtime"]),
-        contractor_drivers(marts["contractor_costs"], int(params["contractor_baseline_months"])),
-        fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
-    ).collect().lazy()  # collect once: three tables read the same drivers
+    drivers = (
+        quarterly_drivers(
+            investment_drivers(marts["training_spend"]),
+            downtime_drivers(marts["incident_downtime"]),
+            contractor_drivers(
+                marts["contractor_costs"], int(params["contractor_baseline_months"])
+            ),
+            fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
+        )
+        .collect()
+        .lazy()
+    )  # collect once: three tables read the same drivers
     return {
         "roi_by_period": roi_by_period(drivers, params).collect(),
         "roi_summary": roi_summary(drivers, params),
@@ -251,23 +329,28 @@ def build_roi_tables(
     }
 
 
-def read_marts(con, names=tuple(INPUT_MARTS), db_label: str = "the build file") -> dict[str, pl.LazyFrame]:
+def read_marts(
+    con, names=tuple(INPUT_MARTS), db_label: str = "the build file"
+) -> dict[str, pl.LazyFrame]:
     """Read input marts through Arrow into Polars; a missing mart or column is named."""
     out = {}
     for name in names:
         exists = con.execute(
             "select count(*) from information_schema.tables where table_schema = 'marts' and table_name = ?",
-            [name]).fetchall()[0][0]
+            [name],
+        ).fetchall()[0][0]
         if not exists:
             raise RoiInputError(
                 f"marts.{name} is missing from {db_label}: the ROI assets need it. Build it first "
-                f"(materialise marts/{name}), then rerun the ROI assets.")
+                f"(materialise marts/{name}), then rerun the ROI assets."
+            )
         frame = pl.from_arrow(con.sql(f"select * from marts.{name}").to_arrow_table())
         missing = [c for c in INPUT_MARTS.get(name, ()) if c not in frame.columns]
         if missing:
             raise RoiInputError(
                 f"marts.{name} in {db_label} lacks column(s) {', '.join(missing)} that the ROI "
-                "model reads (docs/architecture.md lists them); rebuild the mart")
+                "model reads (docs/architecture.md lists them); rebuild the mart"
+            )
         out[name] = frame.lazy()
     return out
 
@@ -286,4 +369,3 @@ def write_tables(con, tables: Mapping[str, pl.DataFrame]) -> None:
         arrow = df.to_arrow()  # noqa: F841 - referenced by name in the SQL below
         con.execute(f"create or replace table marts.{name} as select * from arrow")
         con.execute(f"comment on table marts.{name} is '{TABLE_COMMENTS.get(name, name)}'")
-
