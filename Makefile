@@ -61,4 +61,4 @@ bench: setup
 	$(UV) run python -m pipelines.bench
 
 clean:
-	rm -rf $(WAREHOUSE) dashboards/reports bench/work .pytest_cache dbt_project/target dbt_project/logs
+	rm -rf $(WAREHOUSE) dashboards/reports bench/scratch .pytest_cache dbt_project/target dbt_project/logs

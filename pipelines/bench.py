@@ -2,7 +2,7 @@
 
     uv run python -m pipelines.bench [--employees 50000] [--years 5]
 
-1. generates the company (cached in bench/work/ between runs with the same parameters), holding
+1. generates the company (cached in bench/scratch/ between runs with the same parameters), holding
    back the exports of the last day;
 2. runs the full pipeline (`talent run`: nightly job, then the quarterly report) on a fresh
    warehouse, sampling the RSS of the whole process tree;
@@ -17,7 +17,7 @@ the full run, peak RSS < 4 GB, SQL at least half of the full run.
 
 Wall time depends on what else the machine runs, so every run also records the CPU seconds of
 its whole process tree (dbt included) and the load average before and after. Python modules are
-compiled once into a private bytecode cache (bench/work/pycache) before anything is timed, as a
+compiled once into a private bytecode cache (bench/scratch/pycache) before anything is timed, as a
 deployed install has them; otherwise an environment with PYTHONDONTWRITEBYTECODE set would
 recompile Dagster, dbt and Great Expectations in every process of every run.
 """
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="the held-back 'one more day'",
     )
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "work")
+    ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "scratch")
     ap.add_argument("--results", type=Path, default=PROJECT_ROOT / "bench" / "results.json")
     args = ap.parse_args(argv)
 
