@@ -159,3 +159,39 @@ def dbt_manifest() -> Path:
     manifest = ensure_manifest()
     assert json.loads(manifest.read_text())["nodes"]
     return manifest
+
+
+def talent_run(
+    sources: Path, warehouse: Path, *, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
+    """`talent run --skip-report` in a child process, as the nightly runs it.
+
+    The child gets its settings from its own environment (no DAGSTER_HOME: an ephemeral
+    instance) and the test pseudonym key; `env` is the base environment (default: this
+    process's). With `check`, a failed run fails the test with the run's output.
+    """
+    child = {**(os.environ if env is None else env), "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY}
+    child.pop("DAGSTER_HOME", None)
+    child.setdefault("TALENT_REPORTS_DIR", str(warehouse / "reports"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            "--sources",
+            str(sources),
+            "--warehouse-dir",
+            str(warehouse),
+            "--skip-report",
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=child,
+        capture_output=True,
+        text=True,
+    )
+    if check:
+        assert proc.returncode == 0, (
+            f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc

@@ -16,10 +16,7 @@ estimator or the generator, not a reason to pick another seed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -29,7 +26,7 @@ import pandas as pd
 import pytest
 
 from pipelines.lib.generate import generate_company
-from tests.conftest import TEST_PSEUDONYM_KEY
+from tests.conftest import talent_run
 
 pytestmark = pytest.mark.slow
 
@@ -38,34 +35,6 @@ SEEDS = (101, 202)  # chosen before looking at any outcome
 EMPLOYEES, YEARS = 3000, 4  # about 550 engineers, 10,000 incidents, 180 voluntary exits
 END = date(2026, 9, 30)
 SCOPE = "AI Infrastructure"
-
-
-def talent_run(sources: Path, warehouse: Path) -> None:
-    """`talent run --skip-report` in a child process (its settings live in its environment)."""
-    env = {
-        **os.environ,
-        "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
-        "TALENT_REPORTS_DIR": str(warehouse / "reports"),
-    }
-    env.pop("DAGSTER_HOME", None)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipelines.cli",
-            "run",
-            "--sources",
-            str(sources),
-            "--warehouse-dir",
-            str(warehouse),
-            "--skip-report",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=[f"seed{s}" for s in SEEDS])

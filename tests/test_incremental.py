@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from pipelines.bench import child_env
-from tests.conftest import TEST_PSEUDONYM_KEY
+from tests.conftest import talent_run
 from tests.test_bench import bench_run  # noqa: F401  (session fixture shared with the smoke run)
 
 pytestmark = pytest.mark.slow
@@ -27,32 +25,10 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def talent_run(sources: Path, warehouse: Path, work: Path) -> dict:
-    """`talent run --skip-report` in a child process (settings live in its environment), with
-    the bytecode cache the harness warmed in `work`."""
-    env = {
-        **child_env(work),
-        "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY,
-        "TALENT_REPORTS_DIR": str(warehouse / "reports"),
-    }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipelines.cli",
-            "run",
-            "--sources",
-            str(sources),
-            "--warehouse-dir",
-            str(warehouse),
-            "--skip-report",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+def talent_run_recorded(sources: Path, warehouse: Path, work: Path) -> dict:
+    """`talent run --skip-report` with the bytecode cache the harness warmed in `work`; returns
+    the run's record (warehouse/runs/last_nightly.json)."""
+    talent_run(sources, warehouse, env=child_env(work))
     return json.loads((warehouse / "runs" / "last_nightly.json").read_text())
 
 
@@ -92,9 +68,9 @@ def runs(bench_run, tmp_path_factory) -> dict:  # noqa: F811
     sources, wa = work / "sources", work / "warehouse"
     day = json.loads((work / "params.json").read_text())["end_date"]
     wb = tmp_path_factory.mktemp("incremental") / "B"
-    talent_run(sources, wb, work)
+    talent_run_recorded(sources, wb, work)
     b_full = mart_fingerprints(wb / "talent.duckdb")
-    no_change = talent_run(sources, wb, work)
+    no_change = talent_run_recorded(sources, wb, work)
     return {
         "day_files": sorted(p.name for p in sources.rglob(f"*_{day}.csv")),
         "source_files": sorted(p.name for p in sources.rglob("*.csv")),

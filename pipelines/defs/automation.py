@@ -16,7 +16,8 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.config import Settings, TalentSettings
-from pipelines.lib.contracts import EXPORTS, parse_file_name
+from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.ingest.loader import discover
 
 NIGHTLY_JOB = "nightly"
 REPORT_JOB = "quarterly_report"
@@ -84,17 +85,8 @@ def quarterly_report_schedule(context: dg.ScheduleEvaluationContext):
 
 
 def contract_files(sources_dir: Path) -> list[Path]:
-    """Files in a sources folder that a contract will ingest."""
-    files = []
-    for export in EXPORTS.values():
-        folder = sources_dir / export.folder
-        if folder.is_dir():
-            files.extend(
-                p
-                for p in folder.iterdir()
-                if p.is_file() and (parsed := parse_file_name(p.name)) and parsed[0] == export.name
-            )
-    return sorted(files)
+    """Files in a sources folder that ingestion will load (its own discovery rule)."""
+    return sorted(d.path for export in EXPORTS for d in discover(sources_dir, export)[0])
 
 
 def sources_fingerprint(sources_dir: Path, settle_seconds: float, now: float | None = None):
