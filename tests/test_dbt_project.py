@@ -137,6 +137,36 @@ def test_manifest_staleness(tmp_path):
     assert manifest_is_stale(tmp_path, manifest)
 
 
+def test_docs_fingerprint_changes_with_the_project_and_vars_only(tmp_path):
+    from pipelines.defs.dbt import DOCS_FILES, DOCS_FINGERPRINT, docs_are_current, docs_fingerprint
+
+    (tmp_path / "models").mkdir()
+    model = tmp_path / "models" / "a.sql"
+    model.write_text("select 1")
+    (tmp_path / "models" / "notes.txt").write_text("not part of the project")
+    args = ["build", "--vars", '{"min_group_size": 5}']
+    first = docs_fingerprint(tmp_path, args)
+    assert docs_fingerprint(tmp_path, list(args)) == first
+    (tmp_path / "models" / "notes.txt").write_text("edited")
+    assert docs_fingerprint(tmp_path, args) == first
+    assert docs_fingerprint(tmp_path, ["build", "--vars", '{"min_group_size": 7}']) != first
+    model.write_text("select 2")
+    second = docs_fingerprint(tmp_path, args)
+    assert second != first
+
+    docs = tmp_path / "docs"
+    assert not docs_are_current(docs, second)
+    docs.mkdir()
+    for name in DOCS_FILES:
+        (docs / name).write_text("{}")
+    assert not docs_are_current(docs, second)  # no stamp: built by an older version
+    (docs / DOCS_FINGERPRINT).write_text(second + "\n")
+    assert docs_are_current(docs, second)
+    assert not docs_are_current(docs, first)
+    (docs / "catalog.json").unlink()
+    assert not docs_are_current(docs, second)
+
+
 def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     from pipelines.defs.dbt import defs, warehouse_dbt
 

@@ -5,21 +5,26 @@ them; the SQL lives in `dbt_project/`.
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from packaging import version
 
 from pipelines.config import DBT_PROJECT_DIR, Settings, TalentSettings
 
 WAREHOUSE_GROUP = "warehouse"
 LAYERS = ("staging", "intermediate", "marts")
 DOCS_FILES = ("index.html", "manifest.json", "catalog.json")
+# Written beside the site: the fingerprint of the project it documents (see docs_fingerprint).
+DOCS_FINGERPRINT = ".fingerprint"
 
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
@@ -50,6 +55,21 @@ def build_args(settings: Settings) -> list[str]:
     return ["build", "--vars", json.dumps(variables)]
 
 
+class ProjectDbtCliResource(DbtCliResource):
+    """`DbtCliResource` that knows which dbt it runs.
+
+    Before every invocation dagster-dbt starts `dbt --version` in a subprocess (about 2 s, a
+    second dbt start-up each night) to tell dbt-core from the Fusion engine. This project runs
+    the dbt-core pinned in uv.lock, in this same environment, so the version is read from it.
+    """
+
+    @cached_property
+    def _cli_version(self) -> version.Version:
+        from dbt.version import __version__ as dbt_version
+
+        return version.parse(dbt_version)
+
+
 class WarehouseTranslator(DagsterDbtTranslator):
     """Maps dbt nodes onto the project's asset keys and the `warehouse` group."""
 
@@ -75,10 +95,39 @@ def manifest_is_stale(project_dir: Path, manifest_path: Path) -> bool:
     if not manifest_path.exists():
         return True
     built = manifest_path.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in project_files(project_dir))
+
+
+def project_files(project_dir: Path) -> list[Path]:
+    """Every file that defines the dbt project: models, macros, seeds, tests, yml."""
     files = [project_dir / "dbt_project.yml", project_dir / "profiles.yml"]
     for folder in ("models", "macros", "seeds", "tests"):
-        files += [p for p in (project_dir / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES]
-    return any(p.exists() and p.stat().st_mtime > built for p in files)
+        files += sorted(p for p in (project_dir / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES)
+    return [p for p in files if p.exists()]
+
+
+def docs_fingerprint(project_dir: Path, build_args: list[str]) -> str:
+    """What the docs site is made of: the project's files, the build's vars, the dbt version.
+
+    The site documents models, columns and their types; with the same project and vars the
+    catalog is the same, so a nightly run that only brought new rows needs no new site.
+    """
+    from dbt.version import __version__ as dbt_version
+
+    digest = hashlib.sha256(f"dbt {dbt_version}\n{json.dumps(build_args)}\n".encode())
+    for path in project_files(project_dir):
+        digest.update(f"{path.relative_to(project_dir)}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def docs_are_current(docs_dir: Path, fingerprint: str) -> bool:
+    stamp = docs_dir / DOCS_FINGERPRINT
+    return (
+        stamp.exists()
+        and stamp.read_text().strip() == fingerprint
+        and all((docs_dir / name).exists() for name in DOCS_FILES)
+    )
 
 
 def ensure_manifest(project: DbtProject = dbt_project) -> Path:
@@ -128,13 +177,21 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
     s.ensure_dirs()
     # The profile reads the database paths and the pseudonym key from the environment.
     s.export_env()
-    build = dbt.cli(build_args(s), context=context)
+    args = build_args(s)
+    build = dbt.cli(args, context=context)
     try:
         yield from build.stream()
     except BaseException:
         # each invocation writes its own target folder; keep target/ from growing every night
         shutil.rmtree(build.target_path, ignore_errors=True)
         raise
+    fingerprint = docs_fingerprint(Path(dbt_project.project_dir), args)
+    if docs_are_current(s.docs_dir, fingerprint):
+        context.log.info(
+            f"dbt docs in {s.docs_dir} already describe this project and vars; not regenerated"
+        )
+        shutil.rmtree(build.target_path, ignore_errors=True)
+        return
     # --static: one self-contained index.html that opens from disk (the plain site fetches
     # manifest.json and catalog.json, which browsers refuse over file://). --no-compile in the
     # build's target folder: the docs reuse the manifest the build just compiled instead of
@@ -152,6 +209,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
             if static.exists():
                 shutil.copy2(static, docs.target_path / "index.html")
             copied = publish_docs(docs.target_path, s.docs_dir)
+            (s.docs_dir / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
             context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
         else:
             context.log.warning("dbt docs generate failed; the warehouse itself was built.")
@@ -162,7 +220,9 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
 defs = dg.Definitions(
     assets=[warehouse_dbt],
     resources={
-        "dbt": DbtCliResource(project_dir=dbt_project, profiles_dir=os.fspath(DBT_PROJECT_DIR)),
+        "dbt": ProjectDbtCliResource(
+            project_dir=dbt_project, profiles_dir=os.fspath(DBT_PROJECT_DIR)
+        ),
         "settings": TalentSettings(),
     },
 )

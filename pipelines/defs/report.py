@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.config import TalentSettings
-from pipelines.lib.report import Quarter, render_report
+from pipelines.lib.report.quarters import Quarter
 
 # First quarter a report can be asked for; earlier partitions would have no marts to read.
 REPORT_START = "2015-01-01"
@@ -49,6 +49,8 @@ def quarter_of_partition(partition_key: str) -> str:
 def quarterly_talent_report(
     context: dg.AssetExecutionContext, settings: TalentSettings
 ) -> dg.MaterializeResult:
+    from pipelines.lib.report.render import render_report  # heavy: matplotlib, WeasyPrint
+
     s = settings.get()
     quarter = quarter_of_partition(context.partition_key)
     result = render_report(s.published_db, quarter, s.reports_dir, min_group_size=s.min_group_size)

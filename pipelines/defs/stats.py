@@ -8,12 +8,11 @@ dbt (a subprocess) can open the file again.
 import math
 
 import dagster as dg
-import duckdb
-import pandas as pd
-import pyarrow as pa
 
 from pipelines.config import TalentSettings
-from pipelines.lib import stats
+
+# pandas, pyarrow, DuckDB and the statistics (SciPy, lifelines) are imported when the asset
+# runs: loading the definitions should not pay for them.
 
 INPUT_KEYS = [
     dg.AssetKey(["intermediate", "int_engineer_months"]),
@@ -23,8 +22,10 @@ EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
 EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
 
 
-def _write(con: duckdb.DuckDBPyConnection, table: str, df: pd.DataFrame) -> None:
+def _write(con, table: str, df) -> None:
     """Create or replace `marts.<table>`; Arrow turns NaN into SQL NULL (not a float NaN)."""
+    import pyarrow as pa
+
     arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
     con.execute("create schema if not exists marts")
     con.execute(f"create or replace table marts.{table} as select * from arrow")
@@ -34,8 +35,10 @@ def _number(x) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
 
 
-def effect_metadata(effects: pd.DataFrame) -> dict:
+def effect_metadata(effects) -> dict:
     """Estimates with CIs and naive values, one JSON entry per metric, for the asset page."""
+    import pandas as pd
+
     meta = {}
     for row in effects.itertuples(index=False):
         meta[row.metric] = dg.MetadataValue.json(
@@ -73,6 +76,10 @@ def effect_metadata(effects: pd.DataFrame) -> dict:
     ],
 )
 def certification_statistics(context: dg.AssetExecutionContext, settings: TalentSettings):
+    import duckdb
+
+    from pipelines.lib import stats
+
     s = settings.get()
     with duckdb.connect(str(s.build_db), read_only=True) as con:
         months = con.execute("select * from intermediate.int_engineer_months").df()

@@ -68,7 +68,7 @@ first_cert as (
         person_key,
         date_trunc('month', min(valid_from))::date as first_certified_month,
     from cert_intervals
-    where valid_from <= (select as_of_date from bounds)
+    where valid_from <= (select b.as_of_date from bounds as b)
     group by person_key
 ),
 

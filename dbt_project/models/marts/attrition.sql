@@ -21,10 +21,6 @@ months as (
     select * from {{ ref('int_months') }}
 ),
 
-bounds as (
-    select * from {{ ref('int_calendar_bounds') }}
-),
-
 periods as (
     select
         'month' as period_type,

@@ -32,7 +32,7 @@ final as (
         l.site,
         l.fte,
         l.month as last_month_in_scope,
-        l.active_at_month_end and l.month = (select max(month) from panel) as is_active,
+        l.active_at_month_end and l.month = (select max(p.month) from panel as p) as is_active,
         s.first_hire_month,
         s.employment_spells,
         l.first_certified_month,

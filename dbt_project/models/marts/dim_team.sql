@@ -20,11 +20,11 @@ latest_fleet as (
 
 headcount as (
     select
-        team,
+        p.team,
         count(*) as current_headcount
-    from panel
-    where active_at_month_end and month = (select max(month) from panel)
-    group by team
+    from panel as p
+    where p.active_at_month_end and p.month = (select max(latest.month) from panel as latest)
+    group by p.team
 ),
 
 final as (

@@ -19,7 +19,7 @@ final as (
         pseudonym(employee_id) as person_key,
     from normalised
     qualify row_number() over (
-        partition by email_normalised order by hire_date desc, employee_id ASC
+        partition by email_normalised order by hire_date desc, employee_id asc
     ) = 1
 )
 

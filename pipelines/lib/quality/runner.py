@@ -272,13 +272,16 @@ class _Validator:
 
         gx = self.gx
         by_name = {r.name: r for r in rules}
-        suite = self.context.suites.add(gx.ExpectationSuite(name=name))
+        expectations = []
         for r in rules:
             cls = getattr(self.gxe, r.expectation)
             kwargs = dict(r.kwargs)
             if r.only_where:
                 kwargs["row_condition"] = self.Column(r.only_where) == True  # noqa: E712
-            suite.add_expectation(cls(**kwargs, meta={"rule": r.name}))
+            expectations.append(cls(**kwargs, meta={"rule": r.name}))
+        # The whole suite at once: adding expectations one by one to a stored suite saves it
+        # again after each one.
+        suite = self.context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
         batch = self.source.add_dataframe_asset(name).add_batch_definition_whole_dataframe(
             "current"
         )

@@ -2,17 +2,27 @@
 
 `render_report(published_db, quarter, out_dir)` is the entry point; `suppression` holds the
 small-group rules every figure passes through.
+
+Names are imported on first use: rendering pulls in matplotlib, SciPy and the section code
+(about a second), which loading the Dagster definitions or the CLI should not pay.
 """
 
-from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.render import latest_complete_quarter, render_report
-from pipelines.lib.report.suppression import mask_label, suppression_grid, suppression_mask
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "Quarter",
-    "latest_complete_quarter",
-    "mask_label",
-    "render_report",
-    "suppression_grid",
-    "suppression_mask",
-]
+_EXPORTS = {
+    "Quarter": "pipelines.lib.report.quarters",
+    "latest_complete_quarter": "pipelines.lib.report.render",
+    "render_report": "pipelines.lib.report.render",
+    "mask_label": "pipelines.lib.report.suppression",
+    "suppression_grid": "pipelines.lib.report.suppression",
+    "suppression_mask": "pipelines.lib.report.suppression",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_EXPORTS[name]), name)
