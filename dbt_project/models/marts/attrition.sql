@@ -33,6 +33,9 @@ periods as (
         quarter as period_start,
         last_day(quarter + interval 2 month)::date as period_end,
     from months
+    -- a quarter that starts before the data does would count everyone hired in its first
+    -- weeks as a hire of the quarter and miss their separations: no row for it
+    where quarter >= (select min(first.month) from months as first)
 ),
 
 -- one row per (period, stint) for stints touching the period
