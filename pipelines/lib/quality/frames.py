@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 
 from pipelines.lib.contracts import EXPORTS, Export
-from pipelines.lib.quality.rules import DUCKDB_TYPES
+from pipelines.lib.ingest.reader import duckdb_type
 
 # Columns added to every raw frame so that a failure can name the file and line.
 LOCATION_COLUMNS = ("_file_name", "_line")
@@ -142,12 +142,13 @@ def _columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> set[str
 
 
 def schema_frame(export: Export, declared: dict[str, str]) -> pd.DataFrame:
-    """One row per contract column: the type the raw table declares and the contract's."""
+    """One row per contract column: the type the raw table declares and the one ingestion
+    creates it with."""
     return pd.DataFrame(
         {
             "column": [c.name for c in export.columns],
             "declared_type": [declared.get(c.name) for c in export.columns],
-            "expected_type": [DUCKDB_TYPES[c.type] for c in export.columns],
+            "expected_type": [duckdb_type(c) for c in export.columns],
         }
     )
 

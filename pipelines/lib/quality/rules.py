@@ -44,17 +44,6 @@ MAX_DOWNTIME_MINUTES = 30 * 24 * 60
 MAX_GPUS = 1_000_000
 E_MAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
-# Column types of the raw tables (docs/architecture.md, "Raw layer").
-DUCKDB_TYPES: dict[str, str] = {
-    "string": "VARCHAR",
-    "date": "DATE",
-    "timestamp": "TIMESTAMP",
-    "integer": "BIGINT",
-    "decimal": "DOUBLE",
-    "boolean": "BOOLEAN",
-    "month": "DATE",
-}
-
 
 @dataclass(frozen=True)
 class Rule:
