@@ -58,7 +58,7 @@ format: setup
 	$(UV) run ruff check --fix pipelines tests
 
 bench: setup
-	$(UV) run python -m pipelines.bench
+	$(UV) run python -m tools.bench
 
 clean:
 	rm -rf $(WAREHOUSE) dashboards/reports bench/scratch .pytest_cache dbt_project/target dbt_project/logs

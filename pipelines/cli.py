@@ -1,4 +1,4 @@
-"""The `talent` command line: generate sample exports, run the pipeline, plan ROI, render reports.
+"""The `talent` command line: run the pipeline, plan ROI, render reports.
 
 Each command lives in `pipelines/commands/<name>.py` and is imported only when it runs, so
 `talent --help` stays fast.
@@ -20,7 +20,6 @@ app = typer.Typer(
 
 # command name -> module in pipelines.commands holding a function `command`
 COMMANDS = {
-    "generate": "Write a synthetic company's exports with planted effects (ground_truth.json).",
     "run": "Materialise the whole graph once: ingest, dbt, checks, statistics, ROI, publish, report.",
     "roi": "Run the ROI model from a scenario file alone, without a warehouse.",
     "report": "Render the quarterly talent report (HTML and PDF) from the published warehouse.",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import bench
 from tests.conftest import TEST_PSEUDONYM_KEY
+from tools import bench
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ EMPLOYEES, YEARS = 300, 1
 
 @pytest.fixture(scope="session")
 def bench_run(tmp_path_factory) -> tuple[dict, Path]:
-    """`python -m pipelines.bench` at a tiny scale; returns (results.json, work folder)."""
+    """`python -m tools.bench` at a tiny scale; returns (results.json, work folder)."""
     work = tmp_path_factory.mktemp("bench")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TALENT_PSEUDONYM_KEY", TEST_PSEUDONYM_KEY)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.lib.generate import generate_company
 from tests.conftest import talent_run
+from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

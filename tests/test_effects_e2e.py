@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.lib.generate import generate_company
 from tests.conftest import talent_run
+from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 

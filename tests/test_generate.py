@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from pipelines.lib.contracts import EXPORTS, parse_file_name
-from pipelines.lib.generate import generate_company
+from tools.generate import generate_company
 
 END = date(2026, 9, 30)
 
@@ -531,7 +531,7 @@ def test_same_seed_gives_byte_identical_output(tmp_path):
         [
             sys.executable,
             "-m",
-            "pipelines.cli",
+            "tools",
             "generate",
             "--out",
             str(other),
@@ -592,7 +592,7 @@ def test_daily_from_moves_late_records_into_daily_files(tmp_path):
 def test_command_line_writes_a_company_and_explains_bad_dates(tmp_path):
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from tools.cli import app
 
     runner = CliRunner()
     out = tmp_path / "cli"

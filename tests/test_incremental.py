@@ -16,9 +16,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.bench import child_env
 from tests.conftest import talent_run
 from tests.test_bench import bench_run  # noqa: F401  (session fixture shared with the smoke run)
+from tools.bench import child_env
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 from pipelines.config import TalentSettings
 from pipelines.defs import ingestion
 from pipelines.lib.contracts import EXPORTS
-from pipelines.lib.ingest import contract_docs
+from tools import contract_docs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 
@@ -82,7 +82,7 @@ def test_a_bad_file_fails_the_asset_after_loading_the_good_ones_without_retries(
 def test_sources_readme_is_generated_from_the_contracts():
     readme = contract_docs.README_PATH.read_text(encoding="utf-8")
     assert readme == contract_docs.render_readme(), (
-        "sources/README.md is out of date: run python -m pipelines.lib.ingest.contract_docs"
+        "sources/README.md is out of date: run python -m tools.contract_docs"
     )
 
 

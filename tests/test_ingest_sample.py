@@ -19,7 +19,7 @@ from pipelines.lib.ingest import ingest_all
 
 
 def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_path: Path):
-    generate = pytest.importorskip("pipelines.lib.generate")
+    generate = pytest.importorskip("tools.generate")
     sources = tmp_path / "sample"
     generate.generate_company(
         sources, 200, 2, date(2026, 9, 30), 7, progress=False, garbage_rows=True

@@ -36,8 +36,8 @@ import duckdb
 import pytest
 
 from pipelines.lib.contracts import EXPORTS, parse_file_name
-from pipelines.lib.generate import generate_company
 from pipelines.lib.publish import TMP_PREFIX
+from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 

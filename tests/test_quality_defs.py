@@ -8,8 +8,8 @@ from test_quality_data import clean_tables, copy_tables, write_raw
 from pipelines.config import TalentSettings
 from pipelines.defs import quality
 from pipelines.lib.contracts import EXPORTS
-from pipelines.lib.quality.docs import DOC_PATH, generated_section, render_section
 from pipelines.lib.quality.rules import MART_SUITES, RULES, Severity
+from tools.quality_docs import DOC_PATH, generated_section, render_section
 
 
 def test_one_blocking_check_per_export_and_key_mart():
@@ -27,7 +27,7 @@ def test_one_blocking_check_per_export_and_key_mart():
 def test_rules_page_is_up_to_date():
     text = DOC_PATH.read_text(encoding="utf-8")
     assert generated_section(text) == render_section(), (
-        "docs/data-quality.md is stale: run `uv run python -m pipelines.lib.quality.docs`"
+        "docs/data-quality.md is stale: run `uv run python -m tools.quality_docs`"
     )
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.lib.generate import generate_company
 from pipelines.lib.report import latest_complete_quarter, render_report
+from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ def command(
         typer.echo(
             f"error: sources folder {sources} does not exist. Point --sources at a folder with "
             "hris/, lms/, incidents/ and fleet/ (see sources/README.md), or generate one with "
-            "`talent generate --out DIR`.",
+            "`python -m tools generate --out DIR` in a checkout.",
             err=True,
         )
         raise typer.Exit(2)

@@ -83,7 +83,7 @@ def discover(sources_dir: Path, export: str) -> tuple[list[Delivery], list[str]]
     if not sources_dir.is_dir():
         raise SourcesNotFound(
             f"sources folder {sources_dir} does not exist. Set TALENT_SOURCES to the folder "
-            "holding hris/ lms/ incidents/ fleet/, or run `talent generate` to write the sample."
+            "holding hris/ lms/ incidents/ fleet/, or run `python -m tools generate` (in a checkout) to write a synthetic company."
         )
     folder = EXPORTS[export].folder
     directory = sources_dir / folder

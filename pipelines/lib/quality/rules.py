@@ -12,7 +12,7 @@ expectation that tests it, and a severity:
 Raw rules are derived from the export contracts (`pipelines/lib/contracts.py`) so that a new
 column or enumeration is checked without touching this file; the hand-written rules below
 encode what a contract cannot say (date order, plausible ranges). `docs/data-quality.md` is
-rendered from this table (`pipelines.lib.quality.docs`).
+rendered from this table (`tools.quality_docs`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`talent generate`: write a synthetic company's exports with planted ground truth."""
+"""`python -m tools generate`: write a synthetic company's exports with planted ground truth."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def command(
         help="Replace exports already in --out (otherwise refuse to mix two companies).",
     ),
 ) -> None:
-    from pipelines.lib.generate import generate_company
+    from tools.generate import generate_company
 
     end = _parse_day(end_date, "--end-date")
     daily = _parse_day(daily_from, "--daily-from")
@@ -75,7 +75,7 @@ def command(
             overwrite=overwrite,
         )
     except ValueError as exc:
-        typer.echo(f"talent generate: {exc}", err=True)
+        typer.echo(f"generate: {exc}", err=True)
         raise typer.Exit(2) from None
     if not quiet:
         rows = ", ".join(f"{k} {v}" for k, v in summary["rows"].items())

@@ -1,4 +1,4 @@
-"""Synthetic company generator with planted ground truth (`talent generate`).
+"""Synthetic company generator with planted ground truth (`python -m tools generate`).
 
 `generate_company` simulates one company month by month and writes a full, coherent export set
 (HRIS, LMS, incident tool, fleet inventory) exactly as `pipelines.lib.contracts` describes it,
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.lib.contracts import EXPORTS
-from pipelines.lib.generate.model import PlantedModel
-from pipelines.lib.generate.simulate import INFRA, Simulation, month_starts
-from pipelines.lib.generate.writer import DirtPlan, ExportWriter
+from tools.generate.model import PlantedModel
+from tools.generate.simulate import INFRA, Simulation, month_starts
+from tools.generate.writer import DirtPlan, ExportWriter
 
 __all__ = ["PlantedModel", "default_dirt_plan", "generate_company"]
 

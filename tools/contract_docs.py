@@ -1,7 +1,7 @@
 """Render `sources/README.md` from the export contracts, so the documentation cannot drift.
 
-python -m pipelines.lib.ingest.contract_docs           # rewrite sources/README.md
-python -m pipelines.lib.ingest.contract_docs --check   # exit 1 when it is out of date
+python -m tools.contract_docs           # rewrite sources/README.md
+python -m tools.contract_docs --check   # exit 1 when it is out of date
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipelines.config import PROJECT_ROOT
 from pipelines.lib.contracts import EXPORTS, Column, Export
 from pipelines.lib.ingest.reader import FALSE_WORDS, TRUE_WORDS
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 README_PATH = PROJECT_ROOT / "sources" / "README.md"
 
 TYPE_TEXT = {
@@ -27,7 +27,7 @@ TYPE_TEXT = {
 
 INTRO = f"""# Export files: what talent-metrics reads
 
-<!-- Generated from pipelines/lib/contracts.py by `python -m pipelines.lib.ingest.contract_docs`.
+<!-- Generated from pipelines/lib/contracts.py by `python -m tools.contract_docs`.
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--check" in args:
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         if current != text:
-            print(f"{path.name} is out of date: run python -m pipelines.lib.ingest.contract_docs")
+            print(f"{path.name} is out of date: run python -m tools.contract_docs")
             return 1
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Benchmark: a large company end to end, then one more day of exports.
 
-    uv run python -m pipelines.bench [--employees 50000] [--years 5]
+    uv run python -m tools.bench [--employees 50000] [--years 5]
 
 1. generates the company (cached in bench/scratch/ between runs with the same parameters), holding
    back the exports of the last day;
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--results", type=Path, default=PROJECT_ROOT / "bench" / "results.json")
     args = ap.parse_args(argv)
 
-    from pipelines.lib.generate import generate_company
+    from tools.generate import generate_company
 
     work: Path = args.work
     params = {

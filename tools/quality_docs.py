@@ -2,7 +2,7 @@
 
 The page keeps its prose; only the part between the two markers is generated, so the severity
 of every expectation is decided in code and read in the docs, never edited twice.
-Refresh it with `uv run python -m pipelines.lib.quality.docs`; a test fails when it is stale.
+Refresh it with `uv run python -m tools.quality_docs`; a test fails when it is stale.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pipelines.lib.quality.rules import RULES, Rule
 
-BEGIN = "<!-- BEGIN GENERATED: quality rules (python -m pipelines.lib.quality.docs) -->"
+BEGIN = "<!-- BEGIN GENERATED: quality rules (python -m tools.quality_docs) -->"
 END = "<!-- END GENERATED: quality rules -->"
-DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "data-quality.md"
+DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "data-quality.md"
 
 
 def _what(rule: Rule) -> str:

@@ -20,9 +20,9 @@ from datetime import date, datetime, timedelta
 
 import numpy as np
 
-from pipelines.lib.generate import reference as ref
-from pipelines.lib.generate.model import PlantedModel
-from pipelines.lib.generate.writer import ExportWriter
+from tools.generate import reference as ref
+from tools.generate.model import PlantedModel
+from tools.generate.writer import ExportWriter
 
 INFRA = 0
 EMPLOYEE, CONTRACTOR, INTERN = 0, 1, 2
