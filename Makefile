@@ -35,8 +35,11 @@ setup: .venv/.synced
 	@mkdir -p $(DAGSTER_HOME)
 	@cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml 2>/dev/null || true
 
+# The bundled sample's report goes to dashboards/reports/ (another company's goes under its own
+# warehouse folder: <warehouse-dir>/reports/).
+REPORTS ?= dashboards/reports
 run: setup
-	$(UV) run talent run --sources $(SOURCES) --warehouse-dir $(WAREHOUSE)
+	$(UV) run talent run --sources $(SOURCES) --warehouse-dir $(WAREHOUSE) --reports-dir $(REPORTS)
 
 # Two workers (the machine has two cores); each test module stays on one worker so its
 # shared pipeline runs happen once. The dbt manifest is parsed once, before the workers start.

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.config import Settings
+from pipelines.lib.settings import Settings
 
 
 class RunLockedError(RuntimeError):
@@ -125,8 +125,9 @@ def _step_seconds(instance, run_id: str) -> dict[str, float]:
 
 
 def _execute(settings: Settings, job_name: str, **kwargs) -> RunOutcome:
-    from pipelines.definitions import defs
+    from pipelines.defs import build_definitions
 
+    defs = build_definitions(settings)
     instance = _instance()
     t0 = time.monotonic()
     result = defs.resolve_job_def(job_name).execute_in_process(
@@ -145,7 +146,7 @@ def _execute(settings: Settings, job_name: str, **kwargs) -> RunOutcome:
 
 def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) -> None:
     """warehouse/runs/last_<job>.json: what the last run did, for operators and the benchmark."""
-    runs = settings.warehouse_dir / "runs"
+    runs = settings.runs_dir
     runs.mkdir(parents=True, exist_ok=True)
     record = {
         "job": job_name,
@@ -174,15 +175,3 @@ def run_report(settings: Settings, quarter: str) -> RunOutcome:
     from pipelines.defs.report import partition_of_quarter
 
     return _execute(settings, "quarterly_report", partition_key=partition_of_quarter(quarter))
-
-
-def apply_locations(sources: Path | None, warehouse_dir: Path | None) -> Settings:
-    """Point the environment (read by every resource and by dbt) at these folders."""
-    if sources is not None:
-        os.environ["TALENT_SOURCES"] = str(Path(sources).resolve())
-    if warehouse_dir is not None:
-        os.environ["TALENT_WAREHOUSE_DIR"] = str(Path(warehouse_dir).resolve())
-    settings = Settings.from_env()
-    settings.ensure_dirs()
-    settings.export_env()
-    return settings

@@ -14,8 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.config import DBT_PROJECT_DIR
 from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.settings import Settings
 
 SQL_TYPES = {
     "string": "VARCHAR",
@@ -45,6 +46,22 @@ class RawFile:
         if not self.file_id:
             seed = f"{self.export}|{self.period}|{self.version}|{self.status}|{len(self.rows)}"
             self.file_id = hashlib.sha256(seed.encode()).hexdigest()
+
+
+def talent_resources(
+    *, sources_dir: Path | None = None, warehouse_dir: Path | None = None, **fields
+) -> dict[str, object]:
+    """`{"talent": TalentResource}` over explicit test settings (the test pseudonym key)."""
+    from pipelines.defs.resources import TalentResource
+
+    base = Path(warehouse_dir or sources_dir or ".")
+    settings = Settings(
+        sources_dir=sources_dir or base / "sources",
+        warehouse_dir=warehouse_dir or base / "warehouse",
+        pseudonym_key=TEST_PSEUDONYM_KEY,
+        **fields,
+    )
+    return {"talent": TalentResource.from_settings(settings)}
 
 
 def raw_table_ddl(export: str) -> str:

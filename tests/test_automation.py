@@ -15,12 +15,15 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.config import TalentSettings
-from pipelines.defs.automation import (
-    new_exports_sensor,
-    nightly_schedule,
-    sources_fingerprint,
-)
+from pipelines.defs.automation import new_exports_sensor, schedules, sources_fingerprint
+from pipelines.lib.settings import Settings
+from tests.conftest import talent_resources
+
+
+def _schedules(**settings) -> dict[str, dg.ScheduleDefinition]:
+    s = Settings(sources_dir=Path("."), warehouse_dir=Path("."), **settings)
+    return {sched.name: sched for sched in schedules(s)}
+
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,38 +37,37 @@ def _export(
     return p
 
 
-def _tick(sources: Path, cursor: str | None):
+def _tick(sources: Path, cursor: str | None, settle_seconds: float = 30.0):
     ctx = dg.build_sensor_context(
-        cursor=cursor, resources={"settings": TalentSettings(sources_dir=str(sources))}
+        cursor=cursor,
+        resources=talent_resources(sources_dir=sources, settle_seconds=settle_seconds),
     )
     return new_exports_sensor(ctx), ctx.cursor
 
 
-def test_sensor_requests_a_run_only_when_new_files_land(tmp_path, monkeypatch):
-    monkeypatch.setenv("TALENT_SETTLE_SECONDS", "0")
+def test_sensor_requests_a_run_only_when_new_files_land(tmp_path):
     _export(tmp_path / "fleet", "gpu_fleet_2026-01.csv")
     _export(tmp_path / "fleet", "notes.txt")  # not a contract file: ignored
 
-    first, cursor = _tick(tmp_path, None)
+    first, cursor = _tick(tmp_path, None, 0)
     assert isinstance(first, dg.RunRequest)
     assert first.tags["talent/new_files"] == "1"
 
-    again, cursor2 = _tick(tmp_path, cursor)
+    again, cursor2 = _tick(tmp_path, cursor, 0)
     assert isinstance(again, dg.SkipReason)
     assert "no new export files" in again.skip_message
     assert cursor2 == cursor
 
     _export(tmp_path / "hris", "employees_2026-02.csv", "employee_id\n")
-    third, cursor3 = _tick(tmp_path, cursor)
+    third, cursor3 = _tick(tmp_path, cursor, 0)
     assert isinstance(third, dg.RunRequest)
     assert third.tags["talent/new_files"] == "1"
     assert third.run_key != first.run_key
 
 
-def test_sensor_waits_for_files_that_are_still_being_written(tmp_path, monkeypatch):
-    monkeypatch.setenv("TALENT_SETTLE_SECONDS", "3600")
+def test_sensor_waits_for_files_that_are_still_being_written(tmp_path):
     _export(tmp_path / "fleet", "gpu_fleet_2026-01.csv")
-    result, _ = _tick(tmp_path, None)
+    result, _ = _tick(tmp_path, None, 3600)
     assert isinstance(result, dg.SkipReason)
     assert "1 file(s) still being written" in result.skip_message
 
@@ -88,10 +90,18 @@ def test_nightly_schedule_targets_the_nightly_job_at_two():
     ctx = dg.build_schedule_context(
         scheduled_execution_time=datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
     )
+    nightly_schedule = _schedules()["nightly_schedule"]
     data = nightly_schedule.evaluate_tick(ctx)
     assert nightly_schedule.job_name == "nightly"
     assert nightly_schedule.cron_schedule == "0 2 * * *"
     assert len(data.run_requests) == 1
+
+
+def test_schedules_take_their_cron_and_time_zone_from_the_settings():
+    built = _schedules(nightly_cron="30 3 * * 1-5", timezone="Europe/Berlin")
+    assert built["nightly_schedule"].cron_schedule == "30 3 * * 1-5"
+    assert built["nightly_schedule"].execution_timezone == "Europe/Berlin"
+    assert built["quarterly_report_schedule"].execution_timezone == "Europe/Berlin"
 
 
 def test_definitions_wire_schedules_sensors_and_jobs():
@@ -184,8 +194,7 @@ def test_webserver_serves_the_asset_graph_over_graphql(tmp_path):
     ],
 )
 def test_quarterly_schedule_renders_the_quarter_just_closed(tick, quarter):
-    from pipelines.defs.automation import quarterly_report_schedule
-
+    quarterly_report_schedule = _schedules()["quarterly_report_schedule"]
     ctx = dg.build_schedule_context(scheduled_execution_time=tick)
     request = quarterly_report_schedule(ctx)
     assert request.partition_key == quarter

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
 import yaml
 
-from pipelines.config import DBT_PROJECT_DIR, Settings
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.duckdb_plugin import register
+from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.pseudonym import pseudonym
+from pipelines.lib.settings import Settings
 
 
 def test_pseudonym_is_the_truncated_rfc4231_hmac():
@@ -50,6 +52,12 @@ def test_sources_declare_every_export_and_contract_column():
         assert export.description in tables[name]["description"]
 
 
+def test_sources_yml_is_generated_from_the_contracts():
+    from tools import dbt_sources
+
+    assert dbt_sources.main(["--check"]) == 0, "run `uv run python -m tools.dbt_sources`"
+
+
 def test_staging_sql_never_selects_names_or_salaries():
     personal = {c.name for e in EXPORTS.values() for c in e.columns if c.personal}
     for sql in (DBT_PROJECT_DIR / "models").rglob("*.sql"):
@@ -77,7 +85,6 @@ def test_build_args_pass_privacy_vars_as_json(tmp_path):
     s = Settings(
         sources_dir=tmp_path,
         warehouse_dir=tmp_path,
-        reports_dir=tmp_path,
         min_group_size=7,
         scope_division="Team 'Ops'",
     )
@@ -168,9 +175,11 @@ def test_docs_fingerprint_changes_with_the_project_and_vars_only(tmp_path):
 
 
 def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
-    from pipelines.defs.dbt import defs, warehouse_dbt
+    from pipelines.defs.dbt import DBT_EXECUTABLE, dbt_resource, warehouse_dbt
 
-    assert set(defs.resources) == {"dbt", "settings"}
+    # dbt by its path in this environment: a bare PATH (cron, systemd) has no `dbt` on it
+    assert Path(dbt_resource().dbt_executable) == Path(DBT_EXECUTABLE)
+    assert Path(DBT_EXECUTABLE).is_file()
     specs = {s.key.to_user_string(): s for s in warehouse_dbt.specs}
     for mart in (
         "attrition",

@@ -3,7 +3,6 @@ marts against figures computed independently, in plain Python, from the raw rows
 
 from __future__ import annotations
 
-import os
 from datetime import date
 
 import dagster as dg
@@ -11,7 +10,7 @@ import duckdb
 import pytest
 
 from pipelines.lib.pseudonym import pseudonym
-from tests.conftest import TEST_PSEUDONYM_KEY, RawFile, make_raw_db
+from tests.conftest import TEST_PSEUDONYM_KEY, RawFile, make_raw_db, talent_resources
 
 pytestmark = pytest.mark.slow
 
@@ -251,24 +250,13 @@ def warehouse(tmp_path_factory):
             RawFile("contractor_hours", "2023-05", CONTRACTORS),
         ],
     )
-    from pipelines.config import TalentSettings
-    from pipelines.defs.dbt import defs as dbt_defs
-    from pipelines.defs.dbt import warehouse_dbt
+    from pipelines.defs.dbt import dbt_resource, warehouse_dbt
 
-    saved = dict(os.environ)
-    os.environ["TALENT_PSEUDONYM_KEY"] = TEST_PSEUDONYM_KEY
-    try:
-        result = dg.materialize(
-            [warehouse_dbt],
-            resources={
-                "dbt": dbt_defs.resources["dbt"],
-                "settings": TalentSettings(warehouse_dir=str(wh)),
-            },
-            raise_on_error=False,
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    result = dg.materialize(
+        [warehouse_dbt],
+        resources={"dbt": dbt_resource(), **talent_resources(warehouse_dir=wh)},
+        raise_on_error=False,
+    )
     failed_checks = [
         f"{e.asset_key.to_user_string()}:{e.check_name}"
         for e in result.get_asset_check_evaluations()
@@ -294,10 +282,10 @@ def test_every_dbt_test_ran_as_an_asset_check_and_docs_were_written(warehouse):
     for name in ("index.html", "manifest.json", "catalog.json"):
         assert (wh / "docs" / name).is_file(), name
     # stamped with what they document, so a nightly without project changes skips them
-    from pipelines.config import DBT_PROJECT_DIR, TalentSettings
     from pipelines.defs.dbt import build_args, docs_are_current, docs_fingerprint
+    from pipelines.lib.project_files import DBT_PROJECT_DIR
 
-    settings = TalentSettings(warehouse_dir=str(wh)).get()
+    settings = talent_resources(warehouse_dir=wh)["talent"].settings
     assert docs_are_current(wh / "docs", docs_fingerprint(DBT_PROJECT_DIR, build_args(settings)))
 
 

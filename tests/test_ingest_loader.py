@@ -13,7 +13,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.config import Settings
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.ingest import (
     SourcesNotFound,
@@ -22,6 +21,7 @@ from pipelines.lib.ingest import (
     ingest_export,
     rebuild_raw_from_archive,
 )
+from pipelines.lib.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 TABLES = [*EXPORTS, "manifest", "quarantine"]
@@ -34,7 +34,6 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(
         sources_dir=tmp_path / "sources",
         warehouse_dir=tmp_path / "warehouse",
-        reports_dir=tmp_path / "reports",
     )
 
 
@@ -226,7 +225,7 @@ def test_files_matching_no_contract_are_reported_not_dropped(settings):
 
 
 def test_missing_sources_folder_says_what_to_do(tmp_path):
-    s = Settings(sources_dir=tmp_path / "nope", warehouse_dir=tmp_path / "w", reports_dir=tmp_path)
+    s = Settings(sources_dir=tmp_path / "nope", warehouse_dir=tmp_path / "w")
     with pytest.raises(SourcesNotFound, match="TALENT_SOURCES"):
         ingest_export(s, "employees")
 
@@ -296,9 +295,9 @@ def test_raw_schema_types_follow_the_contract(tmp_path):
 CRASH_SCRIPT = """
 import sys
 from pathlib import Path
-from pipelines.config import Settings
+from pipelines.lib.settings import Settings
 from pipelines.lib.ingest import ingest_export
-s = Settings(sources_dir=Path(sys.argv[1]), warehouse_dir=Path(sys.argv[2]), reports_dir=Path(sys.argv[2]))
+s = Settings(sources_dir=Path(sys.argv[1]), warehouse_dir=Path(sys.argv[2]))
 ingest_export(s, "gpu_fleet")
 """
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.config import Settings
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.ingest import ingest_all
+from pipelines.lib.settings import Settings
 
 
 def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_path: Path):
@@ -25,7 +25,7 @@ def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_pat
         sources, 200, 2, date(2026, 9, 30), 7, progress=False, garbage_rows=True
     )
     truth = json.loads((sources / "ground_truth.json").read_text())
-    settings = Settings(sources_dir=sources, warehouse_dir=tmp_path / "wh", reports_dir=tmp_path)
+    settings = Settings(sources_dir=sources, warehouse_dir=tmp_path / "wh")
     results = ingest_all(settings)
 
     assert all(not r.files_failed and not r.unknown_files for r in results.values())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dagster as dg
 from test_quality_data import clean_tables, copy_tables, write_raw
 
-from pipelines.config import TalentSettings
 from pipelines.defs import quality
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.quality.rules import MART_SUITES, RULES, Severity
+from tests.conftest import talent_resources
 from tools.quality_docs import DOC_PATH, generated_section, render_section
 
 
@@ -21,7 +21,10 @@ def test_one_blocking_check_per_export_and_key_mart():
     assert keys == {f"raw/{e}" for e in EXPORTS} | {s.replace(".", "/") for s in MART_SUITES}
     assert all(s.blocking for s in specs)
     assert {s.name for s in specs} == {quality.CHECK_NAME}
-    assert "settings" in quality.defs.resources
+    assert all(
+        "talent" in c.required_resource_keys
+        for c in (quality.raw_quality_suites, quality.mart_quality_suites)
+    )
 
 
 def test_rules_page_is_up_to_date():
@@ -56,7 +59,7 @@ def _run(tmp_path, tables):
 
     result = dg.materialize(
         [employees, people, quality.raw_quality_suites],
-        resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))},
+        resources=talent_resources(warehouse_dir=tmp_path),
         raise_on_error=False,
     )
     (evaluation,) = result.get_asset_check_evaluations()

@@ -8,8 +8,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.config import TalentSettings
 from pipelines.defs import report
+from tests.conftest import talent_resources
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_report import build_published_fixture  # noqa: E402
@@ -36,11 +36,12 @@ def test_materialise_one_quarter(tmp_path, monkeypatch):
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()
     build_published_fixture(warehouse / "talent.duckdb")
-    monkeypatch.setenv("TALENT_REPORTS_DIR", str(tmp_path / "reports"))
     result = dg.materialize(
         [report.quarterly_talent_report],
         partition_key="2026-07-01",
-        resources={"settings": TalentSettings(warehouse_dir=str(warehouse))},
+        resources=talent_resources(
+            warehouse_dir=warehouse, reports_dir_override=tmp_path / "reports"
+        ),
     )
     assert result.success
     assert (tmp_path / "reports" / "2026-Q3" / "talent-report.pdf").is_file()

@@ -10,7 +10,6 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipelines.config import TalentSettings
 from pipelines.defs.roi import roi_tables
 from pipelines.lib.roi import RoiInputError, base_params, load_assumptions, read_marts, write_tables
 from pipelines.lib.roi.warehouse import (
@@ -23,6 +22,7 @@ from pipelines.lib.roi.warehouse import (
     roi_by_period,
     warehouse_assumptions,
 )
+from tests.conftest import talent_resources
 
 Q1, Q2 = date(2024, 1, 1), date(2024, 4, 1)
 
@@ -256,9 +256,7 @@ def test_asset_materialises_the_three_tables(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     _write_marts(build / "talent.duckdb")
-    result = dg.materialize(
-        [roi_tables], resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))}
-    )
+    result = dg.materialize([roi_tables], resources=talent_resources(warehouse_dir=tmp_path))
     assert result.success
     with duckdb.connect(str(build / "talent.duckdb"), read_only=True) as con:
         names = {
@@ -276,7 +274,7 @@ def test_asset_fails_with_the_missing_mart_named(tmp_path):
     _write_marts(build / "talent.duckdb", skip="certification_effect")
     result = dg.materialize(
         [roi_tables],
-        resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))},
+        resources=talent_resources(warehouse_dir=tmp_path),
         raise_on_error=False,
     )
     assert not result.success

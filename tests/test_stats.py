@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from pipelines.lib import stats
+from tests.conftest import talent_resources
 
 SEVERITY_SHIFT = {"sev1": 0.5, "sev2": 0.2, "sev3": 0.0, "sev4": -0.2}
 
@@ -321,7 +322,6 @@ def test_counting_process_intervals_never_overlap_when_the_exit_month_repeats_th
 def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     import dagster as dg
 
-    from pipelines.config import TalentSettings
     from pipelines.defs import stats as stats_defs
 
     em, inc = simulate(4, n=150, months=24)
@@ -331,10 +331,9 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
         con.execute("create schema intermediate")
         con.execute("create table intermediate.int_engineer_months as select * from em")
         con.execute("create table intermediate.int_incident_responses as select * from inc")
-    monkeypatch.setenv("TALENT_PSEUDONYM_KEY", "test-key")
     result = dg.materialize(
         [stats_defs.certification_statistics],
-        resources={"settings": TalentSettings(warehouse_dir=str(tmp_path))},
+        resources=talent_resources(warehouse_dir=tmp_path),
     )
     assert result.success
     with duckdb.connect(str(build), read_only=True) as con:

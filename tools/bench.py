@@ -40,7 +40,9 @@ from pathlib import Path
 
 import psutil
 
-from pipelines.config import DBT_PROJECT_DIR, PROJECT_ROOT
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 PHASES = ("ingest", "dbt", "checks", "statistics", "roi", "publish", "report", "other")
 
@@ -180,12 +182,11 @@ def sql_only_seconds(warehouse: Path) -> float:
     """Run every dbt model's compiled SQL, in dependency order, in one plain DuckDB session."""
     import duckdb
 
-    from pipelines.config import Settings, pseudonym_key
     from pipelines.lib.duckdb_plugin import register
+    from pipelines.lib.settings import Settings
 
-    env = {**os.environ, "TALENT_WAREHOUSE_DIR": str(warehouse)}
-    settings = Settings(**{**Settings.from_env().__dict__, "warehouse_dir": warehouse})
-    env.update(settings.dbt_env())
+    settings = Settings.from_env(os.environ, warehouse_dir=warehouse)
+    env = {**os.environ, **settings.dbt_env()}
     target = warehouse / "bench-dbt-target"
     subprocess.run(
         [
@@ -227,7 +228,7 @@ def sql_only_seconds(warehouse: Path) -> float:
     db.unlink(missing_ok=True)
     con = duckdb.connect(str(db))
     try:
-        register(con, pseudonym_key())  # the same pseudonym() dbt registers
+        register(con, settings.pseudonym_key)  # the same pseudonym() dbt registers
         con.execute(f"attach '{settings.raw_db}' as raw (read_only)")
         # seeds are reference data: copy them from the build file, outside the timing
         con.execute(f"attach '{settings.build_db}' as build (read_only)")
@@ -305,7 +306,7 @@ def _table(results: dict) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -322,8 +323,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "scratch")
     ap.add_argument("--results", type=Path, default=PROJECT_ROOT / "bench" / "results.json")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def prepare_company(args: argparse.Namespace) -> tuple[Path, Path, list[Path], float, dict]:
+    """Generate the company (unless cached with the same parameters) and hold back its last day.
+
+    Returns (sources, pending, held-back files, generate seconds, parameters).
+    """
     from tools.generate import generate_company
 
     work: Path = args.work
@@ -368,7 +375,13 @@ def main(argv: list[str] | None = None) -> dict:
             f"no export file of {day} in {sources}: the incremental run would have nothing to "
             f"load. Delete {work} so that the company is generated again with daily files."
         )
+    return sources, pending, held, generate_s, params
 
+
+def main(argv: list[str] | None = None) -> dict:
+    args = _parse_args(argv)
+    work: Path = args.work
+    sources, pending, held, generate_s, params = prepare_company(args)
     print("caching bytecode of the heavy modules ...", flush=True)
     warm_s = warm_bytecode(work)
     warehouse = work / "warehouse"

@@ -6,33 +6,34 @@ from pathlib import Path
 
 import typer
 
+from pipelines.commands import options
+
 
 def command(
-    sources: Path = typer.Option(
-        Path("sources/sample"), "--sources", help="Folder with hris/, lms/, incidents/, fleet/."
-    ),
-    warehouse_dir: Path = typer.Option(
-        Path("warehouse"), "--warehouse-dir", help="Where the warehouse files are kept."
-    ),
+    sources: Path = options.SOURCES,
+    warehouse_dir: Path = options.WAREHOUSE_DIR,
+    reports_dir: Path = options.REPORTS_DIR,
     quarter: str = typer.Option(
         "", "--quarter", help="Report quarter (YYYY-Qn); default: the latest complete quarter."
     ),
     skip_report: bool = typer.Option(False, "--skip-report", help="Do not render the report."),
 ) -> None:
-    from pipelines.runner import RunLockedError, apply_locations, run_nightly, run_report
+    from pipelines.runner import RunLockedError, run_nightly, run_report, warehouse_lock
 
-    if not sources.is_dir():
+    settings = options.settings_from_cli(
+        "run", sources_dir=sources, warehouse_dir=warehouse_dir, reports_dir_override=reports_dir
+    )
+    if not settings.sources_dir.is_dir():
         typer.echo(
-            f"error: sources folder {sources} does not exist. Point --sources at a folder with "
-            "hris/, lms/, incidents/ and fleet/ (see sources/README.md), or generate one with "
-            "`python -m tools generate --out DIR` in a checkout.",
+            f"error: sources folder {settings.sources_dir} does not exist. Point --sources at a "
+            "folder with hris/, lms/, incidents/ and fleet/ (see sources/README.md), or write "
+            "a synthetic company with `python -m tools generate --out DIR` in a checkout.",
             err=True,
         )
         raise typer.Exit(2)
-    settings = apply_locations(sources, warehouse_dir)
+    options.warn_demo_key(settings)
+    settings.ensure_dirs()
     try:
-        from pipelines.runner import warehouse_lock
-
         with warehouse_lock(settings.warehouse_dir):
             typer.echo(f"talent run: {settings.sources_dir} -> {settings.warehouse_dir}", err=True)
             outcome = run_nightly(settings)

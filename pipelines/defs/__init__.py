@@ -1,4 +1,49 @@
-"""Dagster wiring, one module per part of the graph; each exposes `defs`.
+"""Dagster wiring, one module per part of the graph.
 
-Reusable logic lives in `pipelines.lib` free of Dagster; these modules only wire it.
+Each module defines its assets, checks, jobs and sensors at module level and takes its settings
+from the `talent` resource (`resources.py`); reusable logic lives in `pipelines.lib`, free of
+Dagster. `build_definitions` loads the modules and applies project-wide policy once: one resource
+built from the run's `Settings`, every step in one process (DuckDB allows one writer per file),
+and the schedules at the settings' crons. (`publish.py` holds the other policy: the published
+file waits for every mart.)
 """
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+import dagster as dg
+
+from pipelines.lib.settings import Settings
+
+
+def build_definitions(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> dg.Definitions:
+    """The whole graph over `settings`; `environ` names what came from the environment."""
+    from pipelines.defs import (
+        automation,
+        dbt,
+        ingestion,
+        publish,
+        quality,
+        report,
+        roi,
+        stats,
+    )
+    from pipelines.defs.resources import TalentResource
+
+    with warnings.catch_warnings():
+        # "in preview": the loader is the stable core of `load_from_defs_folder`, which cannot
+        # take the resources built from this run's settings.
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        parts = dg.load_definitions_from_modules(
+            [ingestion, dbt, stats, roi, quality, publish, report, automation],
+            resources={
+                "talent": TalentResource.from_settings(settings, environ),
+                "dbt": dbt.dbt_resource(),
+            },
+            executor=dg.in_process_executor,
+        )
+    return dg.Definitions.merge(parts, dg.Definitions(schedules=automation.schedules(settings)))

@@ -1,23 +1,24 @@
 """Automation: the nightly job and schedule, the quarterly report schedule, the file-arrival
 sensor.
 
-Settings come from the environment (see README "Scheduling"): TALENT_NIGHTLY_CRON (default
-02:00), TALENT_TIMEZONE (default UTC), TALENT_QUARTERLY_CRON (default 06:00 on the first day
-of each quarter), TALENT_SETTLE_SECONDS (a file must be unchanged this long before the sensor
-picks it up, so half-copied exports are not read).
+The schedules' crons and time zone come from `Settings` (`nightly_cron`, `quarterly_cron`,
+`timezone`), so they are built by `schedules(settings)` when the code location loads; the sensor
+reads `settle_seconds` (a file must be unchanged this long before it is picked up, so half-copied
+exports are not read) from the `talent` resource when it ticks.
 """
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.config import Settings, TalentSettings
+from pipelines.defs.report import partition_of_quarter
+from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.ingest.loader import discover
+from pipelines.lib.settings import Settings
 
 NIGHTLY_JOB = "nightly"
 REPORT_JOB = "quarterly_report"
@@ -40,28 +41,6 @@ report_job = dg.define_asset_job(
 )
 
 
-def nightly_cron() -> str:
-    return os.environ.get("TALENT_NIGHTLY_CRON", "0 2 * * *")
-
-
-def timezone() -> str:
-    return os.environ.get("TALENT_TIMEZONE", "UTC")
-
-
-nightly_schedule = dg.ScheduleDefinition(
-    name="nightly_schedule",
-    job=nightly_job,
-    cron_schedule=nightly_cron(),
-    execution_timezone=timezone(),
-    description="Materialise the whole graph every night.",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-)
-
-
-def quarterly_cron() -> str:
-    return os.environ.get("TALENT_QUARTERLY_CRON", "0 6 1 1,4,7,10 *")
-
-
 def quarter_just_closed(day) -> str:
     """The report quarter for a tick on `day`: the last quarter that ended before it."""
     from pipelines.lib.report.quarters import Quarter
@@ -69,19 +48,30 @@ def quarter_just_closed(day) -> str:
     return Quarter.containing(day).previous().label
 
 
-@dg.schedule(
-    name="quarterly_report_schedule",
-    job=report_job,
-    cron_schedule=quarterly_cron(),
-    execution_timezone=timezone(),
-    description="Render the talent report for the quarter just closed.",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-)
-def quarterly_report_schedule(context: dg.ScheduleEvaluationContext):
-    from pipelines.defs.report import partition_of_quarter
+def schedules(settings: Settings) -> list[dg.ScheduleDefinition]:
+    """The nightly and the quarterly schedule, at the settings' crons and time zone."""
+    nightly = dg.ScheduleDefinition(
+        name="nightly_schedule",
+        job=nightly_job,
+        cron_schedule=settings.nightly_cron,
+        execution_timezone=settings.timezone,
+        description="Materialise the whole graph every night.",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
 
-    label = quarter_just_closed(context.scheduled_execution_time.date())
-    return dg.RunRequest(run_key=f"report-{label}", partition_key=partition_of_quarter(label))
+    @dg.schedule(
+        name="quarterly_report_schedule",
+        job=report_job,
+        cron_schedule=settings.quarterly_cron,
+        execution_timezone=settings.timezone,
+        description="Render the talent report for the quarter just closed.",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
+    def quarterly_report_schedule(context: dg.ScheduleEvaluationContext):
+        label = quarter_just_closed(context.scheduled_execution_time.date())
+        return dg.RunRequest(run_key=f"report-{label}", partition_key=partition_of_quarter(label))
+
+    return [nightly, quarterly_report_schedule]
 
 
 def contract_files(sources_dir: Path) -> list[Path]:
@@ -114,14 +104,14 @@ def sources_fingerprint(sources_dir: Path, settle_seconds: float, now: float | N
     ),
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def new_exports_sensor(context: dg.SensorEvaluationContext, settings: TalentSettings):
-    s: Settings = settings.get()
+def new_exports_sensor(context: dg.SensorEvaluationContext, talent: TalentResource):
+    s = talent.settings
     if not s.sources_dir.is_dir():
         return dg.SkipReason(
             f"sources folder {s.sources_dir} does not exist; set TALENT_SOURCES to the folder "
             "holding hris/, lms/, incidents/ and fleet/."
         )
-    settle = float(os.environ.get("TALENT_SETTLE_SECONDS", "30"))
+    settle = s.settle_seconds
     previous = json.loads(context.cursor) if context.cursor else {"fingerprint": None, "files": []}
     fingerprint, settled, unsettled = sources_fingerprint(s.sources_dir, settle)
     waiting = f"; {len(unsettled)} file(s) still being written" if unsettled else ""
@@ -136,11 +126,3 @@ def new_exports_sensor(context: dg.SensorEvaluationContext, settings: TalentSett
         run_key=f"sources-{fingerprint}",
         tags={"talent/trigger": "new_exports", "talent/new_files": str(len(new))},
     )
-
-
-defs = dg.Definitions(
-    jobs=[nightly_job, report_job],
-    schedules=[nightly_schedule, quarterly_report_schedule],
-    sensors=[new_exports_sensor],
-    resources={"settings": TalentSettings()},
-)

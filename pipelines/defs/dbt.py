@@ -4,12 +4,14 @@ Thin wiring: keys, groups and the CLI arguments come from small pure helpers so 
 them; the SQL lives in `dbt_project/`.
 """
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,9 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from packaging import version
 
-from pipelines.config import DBT_PROJECT_DIR, Settings, TalentSettings
+from pipelines.defs.resources import TalentResource
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
 LAYERS = ("staging", "intermediate", "marts")
@@ -47,12 +51,34 @@ def asset_key_for(props: Mapping[str, Any]) -> dg.AssetKey:
 
 
 def build_args(settings: Settings) -> list[str]:
-    """CLI arguments of the build: privacy vars travel explicitly, not only through env."""
-    variables = {
-        "min_group_size": int(settings.min_group_size),
-        "scope_division": settings.scope_division,
-    }
-    return ["build", "--vars", json.dumps(variables)]
+    """CLI arguments of the build: the privacy and scope vars travel as `--vars`."""
+    return ["build", "--vars", json.dumps(settings.dbt_vars())]
+
+
+# dbt in this environment, by path: cron, systemd and containers start the product with a bare
+# PATH on which a plain `dbt` is not found.
+DBT_EXECUTABLE = str(Path(sys.executable).parent / "dbt")
+
+
+@contextlib.contextmanager
+def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """The one place the product writes `os.environ`: while dbt's subprocess starts.
+
+    dbt renders its profile (database paths, the pseudonym plugin's key) from environment
+    variables, and dagster-dbt starts dbt with a copy of this process's environment, with no
+    parameter for extra variables. So the variables are set around the call that starts the
+    subprocess and restored right after it.
+    """
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class ProjectDbtCliResource(DbtCliResource):
@@ -68,6 +94,15 @@ class ProjectDbtCliResource(DbtCliResource):
         from dbt.version import __version__ as dbt_version
 
         return version.parse(dbt_version)
+
+
+def dbt_resource() -> ProjectDbtCliResource:
+    """The dbt of this environment, run in the project with its own profile."""
+    return ProjectDbtCliResource(
+        project_dir=dbt_project,
+        profiles_dir=os.fspath(DBT_PROJECT_DIR),
+        dbt_executable=DBT_EXECUTABLE,
+    )
 
 
 class WarehouseTranslator(DagsterDbtTranslator):
@@ -134,8 +169,7 @@ def ensure_manifest(project: DbtProject = dbt_project) -> Path:
     """Parse the project when the manifest is missing or stale, so definitions load anywhere.
 
     `prepare_if_dev()` only parses under `dagster dev`; tests, `dagster job execute` and the CLI
-    would otherwise fail at import on a fresh checkout. The profile needs the two database paths
-    to render, so defaults from the settings are provided when the environment lacks them.
+    would otherwise fail at import on a fresh checkout.
     """
     if not manifest_is_stale(project.project_dir, project.manifest_path):
         return project.manifest_path
@@ -146,10 +180,13 @@ def ensure_manifest(project: DbtProject = dbt_project) -> Path:
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if manifest_is_stale(project.project_dir, project.manifest_path):
-            settings = Settings.from_env()
-            os.environ.setdefault("TALENT_BUILD_DB", str(settings.build_db))
-            os.environ.setdefault("TALENT_RAW_DB", str(settings.raw_db))
-            project.preparer.prepare(project)
+            # Parsing opens no database; the profile only has to render.
+            placeholder = Settings(sources_dir=lock_path.parent, warehouse_dir=lock_path.parent)
+            with dbt_environment(placeholder.dbt_env()):
+                invocation = dbt_resource().cli(
+                    ["parse", "--quiet"], target_path=project.target_path
+                )
+            invocation.wait()
     return project.manifest_path
 
 
@@ -171,14 +208,13 @@ def publish_docs(target_dir: Path, docs_dir: Path) -> list[Path]:
     dagster_dbt_translator=WarehouseTranslator(),
     name="warehouse_dbt",
 )
-def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settings: TalentSettings):
+def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent: TalentResource):
     """Runs `dbt build` (models, seeds, tests as asset checks), then regenerates the docs."""
-    s = settings.get()
+    s = talent.settings
     s.ensure_dirs()
-    # The profile reads the database paths and the pseudonym key from the environment.
-    s.export_env()
     args = build_args(s)
-    build = dbt.cli(args, context=context)
+    with dbt_environment(s.dbt_env()):
+        build = dbt.cli(args, context=context)
     try:
         yield from build.stream()
     except BaseException:
@@ -197,12 +233,13 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
     # build's target folder: the docs reuse the manifest the build just compiled instead of
     # compiling every model and test a second time.
     try:
-        docs = dbt.cli(
-            ["docs", "generate", "--static", "--no-compile"],
-            manifest=dbt_project.manifest_path,
-            target_path=build.target_path,
-            raise_on_error=False,
-        )
+        with dbt_environment(s.dbt_env()):
+            docs = dbt.cli(
+                ["docs", "generate", "--static", "--no-compile"],
+                manifest=dbt_project.manifest_path,
+                target_path=build.target_path,
+                raise_on_error=False,
+            )
         docs.wait()
         if docs.is_successful():
             static = docs.target_path / "static_index.html"
@@ -215,14 +252,3 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, settin
             context.log.warning("dbt docs generate failed; the warehouse itself was built.")
     finally:
         shutil.rmtree(build.target_path, ignore_errors=True)
-
-
-defs = dg.Definitions(
-    assets=[warehouse_dbt],
-    resources={
-        "dbt": ProjectDbtCliResource(
-            project_dir=dbt_project, profiles_dir=os.fspath(DBT_PROJECT_DIR)
-        ),
-        "settings": TalentSettings(),
-    },
-)

@@ -7,7 +7,7 @@ as metadata, and fails (after keeping the good files) when a file could not be r
 # No `from __future__ import annotations` here: Dagster inspects the real type of `context`.
 import dagster as dg
 
-from pipelines.config import TalentSettings
+from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest import IngestResult, ingest_export, table_row_count
 
@@ -54,8 +54,8 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
         retry_policy=INGEST_RETRY,
         metadata={"contract_key": ", ".join(export.key), "folder": export.folder},
     )
-    def _asset(context: dg.AssetExecutionContext, settings: TalentSettings) -> dg.MaterializeResult:
-        s = settings.get()
+    def _asset(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.MaterializeResult:
+        s = talent.settings
         result = ingest_export(s, export.name)
         metadata = result_metadata(result, table_row_count(s, export.name))
         for name in result.unknown_files:
@@ -70,5 +70,3 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
 
 
 ingest_assets = [build_ingest_asset(e) for e in EXPORTS.values()]
-
-defs = dg.Definitions(assets=ingest_assets, resources={"settings": TalentSettings()})

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from pipelines.config import TalentSettings
+from pipelines.defs.resources import TalentResource
 from pipelines.lib.quality.rules import MART_SUITES, RAW_SUITES, Severity
 
 CHECK_NAME = "quality_suite"
@@ -90,11 +90,11 @@ def _selected(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -
     can_subset=True,
 )
 def raw_quality_suites(
-    context: dg.AssetCheckExecutionContext, settings: TalentSettings
+    context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_raw_suites
 
-    for result in run_raw_suites(settings.get(), _selected(context, RAW_SUITES)):
+    for result in run_raw_suites(talent.settings, _selected(context, RAW_SUITES)):
         context.log.info(result.summary())
         yield to_check_result(result)
 
@@ -105,16 +105,10 @@ def raw_quality_suites(
     can_subset=True,
 )
 def mart_quality_suites(
-    context: dg.AssetCheckExecutionContext, settings: TalentSettings
+    context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_mart_suites
 
-    for result in run_mart_suites(settings.get(), _selected(context, MART_SUITES)):
+    for result in run_mart_suites(talent.settings, _selected(context, MART_SUITES)):
         context.log.info(result.summary())
         yield to_check_result(result)
-
-
-defs = dg.Definitions(
-    asset_checks=[raw_quality_suites, mart_quality_suites],
-    resources={"settings": TalentSettings()},
-)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.config import TalentSettings
+from pipelines.defs.resources import TalentResource
 from pipelines.lib.report.quarters import Quarter
 
 # First quarter a report can be asked for; earlier partitions would have no marts to read.
@@ -47,11 +47,11 @@ def quarter_of_partition(partition_key: str) -> str:
     description="Quarterly talent report for leadership (HTML + PDF) from the published marts.",
 )
 def quarterly_talent_report(
-    context: dg.AssetExecutionContext, settings: TalentSettings
+    context: dg.AssetExecutionContext, talent: TalentResource
 ) -> dg.MaterializeResult:
     from pipelines.lib.report.render import render_report  # heavy: matplotlib, WeasyPrint
 
-    s = settings.get()
+    s = talent.settings
     quarter = quarter_of_partition(context.partition_key)
     result = render_report(s.published_db, quarter, s.reports_dir, min_group_size=s.min_group_size)
     context.log.info("Rendered %s to %s", quarter, result["html"])
@@ -66,6 +66,3 @@ def quarterly_talent_report(
             "headlines": dg.MetadataValue.md("\n".join(f"- {h}" for h in result["headlines"])),
         }
     )
-
-
-defs = dg.Definitions(assets=[quarterly_talent_report], resources={"settings": TalentSettings()})

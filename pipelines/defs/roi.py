@@ -5,9 +5,9 @@ into Polars, compute the three tables, write them back to schema `marts`, close 
 """
 
 import dagster as dg
-import duckdb
 
-from pipelines.config import TalentSettings
+from pipelines.defs.resources import TalentResource
+from pipelines.lib import db
 from pipelines.lib.roi import (
     INPUT_MARTS,
     OUTPUT_TABLES,
@@ -42,15 +42,15 @@ DESCRIPTIONS = {
         for name, key in ROI_KEYS.items()
     ],
 )
-def roi_tables(context: dg.AssetExecutionContext, settings: TalentSettings):
-    """Assumptions come from sources/scenarios/assumptions.yaml; the certification effect and
+def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Assumptions come from the settings' assumptions file; the certification effect and
     its CI replace the incident-rate and MTTR ratios."""
-    s = settings.get()
+    s = talent.settings
     if not s.build_db.exists():
         raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")
     try:
-        assumptions = load_assumptions()
-        with duckdb.connect(str(s.build_db)) as con:
+        assumptions = load_assumptions(s.assumptions_file)
+        with db.connect(s.build_db) as con:
             marts = read_marts(con, db_label=str(s.build_db))
             tables = build_roi_tables(marts, assumptions)
             write_tables(con, tables)
@@ -65,6 +65,3 @@ def roi_tables(context: dg.AssetExecutionContext, settings: TalentSettings):
             if last.get("net_roi") is not None:
                 meta["last_year_net_roi"] = dg.MetadataValue.float(float(last["net_roi"]))
         yield dg.MaterializeResult(asset_key=key, metadata=meta)
-
-
-defs = dg.Definitions(assets=[roi_tables], resources={"settings": TalentSettings()})

@@ -9,7 +9,8 @@ import math
 
 import dagster as dg
 
-from pipelines.config import TalentSettings
+from pipelines.defs.resources import TalentResource
+from pipelines.lib import db
 
 # pandas, pyarrow, DuckDB and the statistics (SciPy, lifelines) are imported when the asset
 # runs: loading the definitions should not pay for them.
@@ -75,17 +76,16 @@ def effect_metadata(effects) -> dict:
         ),
     ],
 )
-def certification_statistics(context: dg.AssetExecutionContext, settings: TalentSettings):
-    import duckdb
+def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
 
     from pipelines.lib import stats
 
-    s = settings.get()
-    with duckdb.connect(str(s.build_db), read_only=True) as con:
+    s = talent.settings
+    with db.connect(s.build_db, read_only=True) as con:
         months = con.execute("select * from intermediate.int_engineer_months").df()
         incidents = con.execute("select * from intermediate.int_incident_responses").df()
     effects, study = stats.analyse(months, incidents, min_group_size=s.min_group_size)
-    with duckdb.connect(str(s.build_db)) as con:
+    with db.connect(s.build_db) as con:
         _write(con, "certification_effect", effects)
         _write(con, "certification_event_study", study)
     for row in effects.itertuples(index=False):
@@ -101,6 +101,3 @@ def certification_statistics(context: dg.AssetExecutionContext, settings: Talent
             "estimated_months": int(study["estimate"].notna().sum()),
         },
     )
-
-
-defs = dg.Definitions(assets=[certification_statistics], resources={"settings": TalentSettings()})

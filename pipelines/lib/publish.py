@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.lib import db
 from pipelines.lib.failpoints import failpoint
 
 PUBLISHED_SCHEMAS = ("marts",)
@@ -108,7 +109,7 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
     tmp = published_db.parent / f"{TMP_PREFIX}{os.getpid()}-{published_db.name}"
     result = PublishResult(published_path=published_db)
     try:
-        con = duckdb.connect()
+        con = db.memory()
         try:
             # An older storage format, so that analysts' tools (the DuckDB CLI from PyPI, BI
             # drivers) that lag the library can still open the file.

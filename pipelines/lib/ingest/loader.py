@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from pipelines.config import Settings
+from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, parse_file_name
 from pipelines.lib.failpoints import failpoint
 from pipelines.lib.ingest.manifest import (
@@ -35,6 +35,7 @@ from pipelines.lib.ingest.reader import (
     split_export_bytes,
     type_split_files,
 )
+from pipelines.lib.settings import Settings
 
 
 class SourcesNotFound(FileNotFoundError):
@@ -343,7 +344,7 @@ def ingest_export(settings: Settings, export: str) -> IngestResult:
     deliveries, unknown = discover(settings.sources_dir, export)
     result = IngestResult(export=export, files_seen=len(deliveries), unknown_files=unknown)
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
-    with duckdb.connect(str(settings.raw_db)) as con:
+    with db.connect(settings.raw_db) as con:
         ensure_raw_schema(con)
         load_deliveries(con, settings, deliveries, result)
     return result
@@ -355,7 +356,7 @@ def ingest_all(settings: Settings) -> dict[str, IngestResult]:
 
 
 def table_row_count(settings: Settings, table: str) -> int:
-    with duckdb.connect(str(settings.raw_db), read_only=True) as con:
+    with db.connect(settings.raw_db, read_only=True) as con:
         return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
@@ -366,7 +367,7 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
     left as it is. Every archive file is checked against its hash before anything is dropped,
     so a missing or altered archive aborts with the data untouched. Returns rows per export.
     """
-    with duckdb.connect(str(settings.raw_db)) as con:
+    with db.connect(settings.raw_db) as con:
         ensure_raw_schema(con)
         plan = con.execute(
             "SELECT file_id, export, file_name, archive_path, period, version, loaded_at "

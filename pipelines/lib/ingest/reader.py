@@ -24,6 +24,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, Column, Export
 
 TRUE_WORDS = ("true", "yes", "ja", "1")
@@ -539,7 +540,7 @@ def type_split_files(
     is written); without it an in-memory DuckDB is started.
     """
     if con is None:
-        with duckdb.connect() as own:
+        with db.memory() as own:
             return type_split_files(files, own)
     out: list[ParsedFile | None] = [None] * len(files)
     for locale in sorted({f.locale for f in files}):

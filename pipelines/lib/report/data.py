@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-import duckdb
 import pandas as pd
+
+from pipelines.lib import db
 
 # Aggregated marts only. Each is optional: a missing one makes its section say "not available".
 REPORT_TABLES = (
@@ -55,7 +56,7 @@ def load_marts(published_db: Path) -> Marts:
             "(`talent run`) first, or point --warehouse-dir at the folder holding talent.duckdb."
         )
     tables: dict[str, pd.DataFrame] = {}
-    with duckdb.connect(str(published_db), read_only=True) as con:
+    with db.connect(published_db, read_only=True) as con:
         found = con.execute(
             "select table_schema, table_name from information_schema.tables "
             "where table_schema in ('marts', 'main')"

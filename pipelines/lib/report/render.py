@@ -12,14 +12,12 @@ from typing import Any
 
 import jinja2
 
-from pipelines.config import DASHBOARDS_DIR
+from pipelines.lib.project_files import STATIC_DIR, TEMPLATES_DIR
 from pipelines.lib.report import sections as S
 from pipelines.lib.report.charts import _money as money
 from pipelines.lib.report.data import Marts, last_data_month, load_marts
 from pipelines.lib.report.quarters import Quarter, latest_complete_quarter_for
 
-TEMPLATES_DIR = DASHBOARDS_DIR / "templates"
-STATIC_DIR = DASHBOARDS_DIR / "static"
 DEFAULT_COVERAGE_TARGET = 0.80
 
 GLOSSARY = [

@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-# sources/scenarios/ sits at the repository root, three levels above this package.
-DEFAULT_ASSUMPTIONS_PATH = (
-    Path(__file__).resolve().parents[3] / "sources" / "scenarios" / "assumptions.yaml"
-)
+from pipelines.lib.project_files import default_assumptions_file
+
+# The product's own file; a run passes Settings.assumptions_file (TALENT_ASSUMPTIONS).
+DEFAULT_ASSUMPTIONS_PATH = default_assumptions_file()
 
 REQUIRED_FIELDS = ("unit", "source", "low", "base", "high")
 

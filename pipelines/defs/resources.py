@@ -1,0 +1,76 @@
+"""The one Dagster resource over the run's settings: `talent`.
+
+It is built from a `Settings` value (`TalentResource.from_settings`). A field whose value came
+from the environment is an `EnvVar`, so the Dagster UI shows the variable's name, never its value
+(the pseudonym key above all), and a run launched from the UI reads the variable when it starts.
+Assets and checks ask the resource for the frozen `Settings` and pass it on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.lib.settings import ENV_VARS, Settings
+
+
+class TalentResource(dg.ConfigurableResource):
+    """Settings of the run: folders, privacy knobs, ROI assumptions (README: "Settings")."""
+
+    sources_dir: str
+    warehouse_dir: str
+    reports_dir: str
+    min_group_size: int
+    scope_division: str
+    pseudonym_key: str
+    assumptions_file: str
+    settle_seconds: float
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, environ: Mapping[str, str] | None = None
+    ) -> TalentResource:
+        """The resource for `settings`; fields whose value `environ` gave become `EnvVar`s."""
+        environ = environ or {}
+        values = {
+            "sources_dir": str(settings.sources_dir),
+            "warehouse_dir": str(settings.warehouse_dir),
+            "reports_dir": str(settings.reports_dir),
+            "min_group_size": settings.min_group_size,
+            "scope_division": settings.scope_division,
+            "pseudonym_key": settings.pseudonym_key,
+            "assumptions_file": str(settings.assumptions_file),
+            "settle_seconds": settings.settle_seconds,
+        }
+        fields = {name: name for name in values} | {"reports_dir": "reports_dir_override"}
+        for name, value in values.items():
+            var = ENV_VARS[fields[name]]
+            if not environ.get(var) or not _same(environ[var], value):
+                continue
+            if isinstance(value, str):
+                values[name] = dg.EnvVar(var)
+            elif isinstance(value, int):
+                values[name] = dg.EnvVar.int(var)
+        return cls(**values)
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(
+            sources_dir=Path(self.sources_dir),
+            warehouse_dir=Path(self.warehouse_dir),
+            reports_dir_override=Path(self.reports_dir),
+            min_group_size=self.min_group_size,
+            scope_division=self.scope_division,
+            pseudonym_key=self.pseudonym_key,
+            assumptions_file=Path(self.assumptions_file),
+            settle_seconds=self.settle_seconds,
+        )
+
+
+def _same(raw: str, value: object) -> bool:
+    """True when the environment's text `raw` is what the settings hold (the flag did not win)."""
+    if isinstance(value, str) and value.startswith("/"):
+        return str(Path(raw).expanduser().resolve()) == value
+    return raw == str(value)

@@ -1,0 +1,178 @@
+"""Run-time settings: one frozen value, built once at the edge and passed down.
+
+The edges are the `talent` command line (flags, then the environment), the Dagster code location
+(`pipelines/definitions.py`, from the environment) and the tests (explicit values). Nothing below
+an edge reads the environment: a function that needs a folder, the pseudonym key or the minimum
+group size takes a `Settings` (or the plain value) as a parameter.
+
+Where the product's own files live (the dbt project, the report templates, the default
+assumptions) is in `pipelines.lib.project_files`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.lib import project_files
+
+# A fixed key so that demos are reproducible. Anyone who knows it can re-identify people from
+# employee ids, so a real deployment must set TALENT_PSEUDONYM_KEY (kept outside the warehouse).
+DEMO_PSEUDONYM_KEY = "talent-metrics-demo-key-not-secret"
+
+
+class SettingsError(ValueError):
+    """A setting has a value the product cannot use; the message says which and what to set."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs to know that is not in the export files themselves."""
+
+    sources_dir: Path
+    warehouse_dir: Path
+    # Where the quarterly reports go; None means `<warehouse_dir>/reports`, so that two
+    # companies' warehouses never write into each other's reports.
+    reports_dir_override: Path | None = None
+    min_group_size: int = 5
+    scope_division: str = "AI Infrastructure"
+    # repr=False: the key must never appear in a log line or a Dagster config view.
+    pseudonym_key: str = field(default=DEMO_PSEUDONYM_KEY, repr=False)
+    assumptions_file: Path = field(default_factory=project_files.default_assumptions_file)
+    # Automation (the Dagster code location only).
+    nightly_cron: str = "0 2 * * *"
+    quarterly_cron: str = "0 6 1 1,4,7,10 *"
+    timezone: str = "UTC"
+    # A file must be unchanged this long before it is loaded (half-copied exports are not read).
+    settle_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("sources_dir", "warehouse_dir", "reports_dir_override", "assumptions_file"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value).expanduser().resolve())
+        if int(self.min_group_size) < 2:
+            raise SettingsError(
+                f"min_group_size is {self.min_group_size}; it must be at least 2 (5 is the "
+                "common default) or single people could be singled out in reports."
+            )
+
+    # --- construction at the edges -------------------------------------------------------
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: object) -> Settings:
+        """Settings from `environ` (the TALENT_* variables in ENV_VARS), then `overrides`.
+
+        `overrides` are the command line's flags: a flag given wins over the environment; a
+        flag left at None keeps the environment's value (or the default).
+        """
+        values: dict[str, object] = {
+            "sources_dir": project_files.SAMPLE_SOURCES,
+            "warehouse_dir": Path("warehouse"),
+        }
+        for name, var in ENV_VARS.items():
+            raw = environ.get(var)
+            if raw not in (None, ""):
+                values[name] = _parse(name, var, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]
+
+    def replace(self, **changes: object) -> Settings:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def uses_demo_key(self) -> bool:
+        return self.pseudonym_key == DEMO_PSEUDONYM_KEY
+
+    # --- files inside the warehouse directory -------------------------------------------
+    @property
+    def reports_dir(self) -> Path:
+        """Quarterly reports: `<warehouse>/reports/<YYYY-Qn>/` unless set explicitly."""
+        return self.reports_dir_override or self.warehouse_dir / "reports"
+
+    @property
+    def raw_db(self) -> Path:
+        """Restricted: raw rows with names, e-mails, salaries; manifest; quarantine."""
+        return self.warehouse_dir / "raw.duckdb"
+
+    @property
+    def archive_dir(self) -> Path:
+        """Content-addressed copies of every delivered file: the source of truth."""
+        return self.warehouse_dir / "archive"
+
+    @property
+    def build_db(self) -> Path:
+        """Scratch file the run builds into; never opened by analysts."""
+        return self.warehouse_dir / "build" / "talent.duckdb"
+
+    @property
+    def published_db(self) -> Path:
+        """The analyst-facing file: pseudonymised marts only, replaced atomically."""
+        return self.warehouse_dir / "talent.duckdb"
+
+    @property
+    def docs_dir(self) -> Path:
+        return self.warehouse_dir / "docs"
+
+    @property
+    def quality_dir(self) -> Path:
+        return self.warehouse_dir / "quality"
+
+    @property
+    def runs_dir(self) -> Path:
+        """One JSON record per job: what the last run did."""
+        return self.warehouse_dir / "runs"
+
+    def ensure_dirs(self) -> None:
+        for d in (self.warehouse_dir, self.archive_dir, self.build_db.parent):
+            d.mkdir(parents=True, exist_ok=True)
+
+    def dbt_vars(self) -> dict[str, object]:
+        """The dbt project's `--vars`: the privacy and scope knobs its SQL uses."""
+        return {"min_group_size": int(self.min_group_size), "scope_division": self.scope_division}
+
+    def dbt_env(self) -> dict[str, str]:
+        """What the dbt profile (`profiles.yml`) and its plugin read from the environment.
+
+        dbt runs in a subprocess and renders its profile from environment variables, so these
+        are the only settings that travel through the environment, and only into that
+        subprocess (see `pipelines.defs.dbt.dbt_environment`).
+        """
+        return {
+            "TALENT_BUILD_DB": str(self.build_db),
+            "TALENT_RAW_DB": str(self.raw_db),
+            "TALENT_PSEUDONYM_KEY": self.pseudonym_key,
+        }
+
+
+# Settings field -> environment variable (README: "Settings").
+ENV_VARS: dict[str, str] = {
+    "sources_dir": "TALENT_SOURCES",
+    "warehouse_dir": "TALENT_WAREHOUSE_DIR",
+    "reports_dir_override": "TALENT_REPORTS_DIR",
+    "min_group_size": "TALENT_MIN_GROUP_SIZE",
+    "scope_division": "TALENT_SCOPE_DIVISION",
+    "pseudonym_key": "TALENT_PSEUDONYM_KEY",
+    "assumptions_file": "TALENT_ASSUMPTIONS",
+    "nightly_cron": "TALENT_NIGHTLY_CRON",
+    "quarterly_cron": "TALENT_QUARTERLY_CRON",
+    "timezone": "TALENT_TIMEZONE",
+    "settle_seconds": "TALENT_SETTLE_SECONDS",
+}
+
+
+def _parse(name: str, var: str, raw: str) -> object:
+    kind = {f.name: f.type for f in dataclasses.fields(Settings)}[name]
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise SettingsError(
+            f"{var}={raw!r} is not a number; set it to a number or unset it."
+        ) from None
+    if "Path" in kind:
+        return Path(raw)
+    return raw
