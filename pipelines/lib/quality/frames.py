@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest.reader import duckdb_type
 
@@ -162,7 +163,7 @@ def read_raw_frames(raw_db: Path, export_name: str) -> Frames:
             f"{raw_db.name} does not exist: run the ingestion (talent run, or materialize "
             f"raw/{export_name}) before checking {suite}"
         )
-    with duckdb.connect(str(raw_db), read_only=True) as con:
+    with db.connect(raw_db, read_only=True) as con:
         tables = _tables(con, "main")
         for needed in (export_name, "manifest"):
             if needed not in tables:
@@ -185,22 +186,7 @@ def read_raw_frames(raw_db: Path, export_name: str) -> Frames:
     )
 
 
-def mart_rows_sql(model: str, columns: set[str], min_group_size: int) -> str:
-    """SELECT for a mart; adds the derived columns its expectations need."""
-    extra = ""
-    if model == "attrition":
-        counts = [
-            c for c in ("headcount_start", "headcount_end", "average_headcount") if c in columns
-        ]
-        if counts:
-            extra = (
-                f", coalesce(greatest({', '.join(counts)}) < {int(min_group_size)}, false) "
-                "as _below_min_group_size"
-            )
-    return f"select *{extra} from marts.{_q(model)}"
-
-
-def read_mart_frames(build_db: Path, model: str, min_group_size: int) -> Frames:
+def read_mart_frames(build_db: Path, model: str) -> Frames:
     """One mart from the build file (schema marts)."""
     suite = f"marts.{model}"
     if not Path(build_db).exists():
@@ -208,12 +194,11 @@ def read_mart_frames(build_db: Path, model: str, min_group_size: int) -> Frames:
             f"{build_db.name} does not exist: build the warehouse (dbt build) before checking "
             f"{suite}"
         )
-    with duckdb.connect(str(build_db), read_only=True) as con:
+    with db.connect(build_db, read_only=True) as con:
         if model not in _tables(con, "marts"):
             raise MissingTable(
                 f"table marts.{model} is missing from {build_db.name}: materialize "
                 f"marts/{model} before checking {suite}"
             )
-        cols = _columns(con, "marts", model)
-        rows = con.execute(mart_rows_sql(model, cols, min_group_size)).df()
+        rows = con.execute(f"select * from marts.{_q(model)}").df()
     return Frames(suite, {"rows": rows})

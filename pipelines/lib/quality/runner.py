@@ -10,7 +10,6 @@ exposing who is in them.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -237,17 +236,23 @@ class _Validator:
     """One ephemeral Great Expectations context for a batch of suites and their Data Docs."""
 
     def __init__(self, docs_dir: Path | None) -> None:
-        # No telemetry: the pipeline runs where outbound traffic is not expected.
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
         import great_expectations as gx
         import great_expectations.expectations as gxe
-        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.data_context.types.base import (
+            DataContextConfig,
+            InMemoryStoreBackendDefaults,
+            ProgressBarsConfig,
+        )
         from great_expectations.expectations.row_conditions import Column
 
         self.Column = Column
 
         self.gx, self.gxe = gx, gxe
-        self.context = gx.get_context(mode="ephemeral")
+        # No telemetry: the pipeline runs where outbound traffic is not expected.
+        config = DataContextConfig(
+            store_backend_defaults=InMemoryStoreBackendDefaults(), analytics_enabled=False
+        )
+        self.context = gx.get_context(mode="ephemeral", project_config=config)
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.source = self.context.data_sources.add_pandas("talent_metrics")
         self.docs_dir = docs_dir
@@ -382,6 +387,6 @@ def run_mart_suites(settings: Any, models: Sequence[str] | None = None) -> list[
     suites = [f"marts.{m}" for m in models] if models is not None else list(MART_SUITES)
     return run_suites(
         suites,
-        lambda s: read_mart_frames(settings.build_db, s.split(".", 1)[1], settings.min_group_size),
+        lambda s: read_mart_frames(settings.build_db, s.split(".", 1)[1]),
         Path(settings.quality_dir) / DATA_DOCS_DIR / "marts",
     )
