@@ -97,35 +97,12 @@ attributed as (
 ),
 
 segmented as (
-    select
-        'all' as segment_type,
-        'all' as segment_value,
-        *
-    from attributed
-    union all by name
-    select
-        'certification_status' as segment_type,
-        certification_status as segment_value,
-        *
-    from attributed
-    union all by name
-    select
-        'level' as segment_type,
-        level as segment_value,
-        *
-    from attributed
-    union all by name
-    select
-        'role_family' as segment_type,
-        role_family as segment_value,
-        *
-    from attributed
-    union all by name
-    select
-        'team' as segment_type,
-        team as segment_value,
-        *
-    from attributed
+    {{ segment_fan_out('attributed', {
+        'certification_status': 'certification_status',
+        'level': 'level',
+        'role_family': 'role_family',
+        'team': 'team',
+    }) }}
 ),
 
 counts as (

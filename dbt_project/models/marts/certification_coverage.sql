@@ -80,40 +80,12 @@ people_with_exams as (
 ),
 
 segmented as (
-    select
-        month,
-        'all' as segment_type,
-        'all' as segment_value,
-        * exclude (month)
-    from people_with_exams
-    union all by name
-    select
-        month,
-        'team' as segment_type,
-        team as segment_value,
-        * exclude (month)
-    from people_with_exams
-    union all by name
-    select
-        month,
-        'role_family' as segment_type,
-        role_family as segment_value,
-        * exclude (month)
-    from people_with_exams
-    union all by name
-    select
-        month,
-        'level' as segment_type,
-        skill_level::varchar as segment_value,
-        * exclude (month)
-    from people_with_exams
-    union all by name
-    select
-        month,
-        'site' as segment_type,
-        site as segment_value,
-        * exclude (month)
-    from people_with_exams
+    {{ segment_fan_out('people_with_exams', {
+        'team': 'team',
+        'role_family': 'role_family',
+        'level': 'skill_level',
+        'site': 'site',
+    }) }}
 ),
 
 final as (

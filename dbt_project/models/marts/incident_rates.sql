@@ -30,94 +30,11 @@ responses as (
 ),
 
 panel_rows as (
-    select
-        'status' as breakdown,
-        null::date as quarter,
-        certification_status,
-        null::integer as relative_month,
-        person_key,
-        exposure_months
-    from panel
-    union all
-    select
-        'status',
-        null,
-        'all',
-        null,
-        person_key,
-        exposure_months
-    from panel
-    union all
-    select
-        'quarter_by_status',
-        quarter,
-        certification_status,
-        null,
-        person_key,
-        exposure_months
-    from panel
-    union all
-    select
-        'quarter_by_status',
-        quarter,
-        'all',
-        null,
-        person_key,
-        exposure_months
-    from panel
-    union all
-    select
-        'event_time',
-        null,
-        'all',
-        months_since_first_cert::integer,
-        person_key,
-        exposure_months
-    from panel
-    where months_since_first_cert between -12 and 12
+    {{ incident_breakdowns('panel', ['person_key', 'exposure_months']) }}
 ),
 
 response_rows as (
-    select
-        'status' as breakdown,
-        null::date as quarter,
-        certification_status,
-        null::integer as relative_month,
-        resolve_minutes
-    from responses
-    union all
-    select
-        'status',
-        null,
-        'all',
-        null,
-        resolve_minutes
-    from responses
-    union all
-    select
-        'quarter_by_status',
-        quarter,
-        certification_status,
-        null,
-        resolve_minutes
-    from responses
-    union all
-    select
-        'quarter_by_status',
-        quarter,
-        'all',
-        null,
-        resolve_minutes
-    from responses
-    union all
-    select
-        'event_time',
-        null,
-        'all',
-        months_since_first_cert::integer,
-        resolve_minutes
-    from responses
-    where months_since_first_cert between -12 and 12
+    {{ incident_breakdowns('responses', ['resolve_minutes']) }}
 ),
 
 exposure as (
