@@ -1,0 +1,92 @@
+"""The layering rules of docs/architecture.md, read from the code's own imports and syntax."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINES = ROOT / "pipelines"
+
+
+def _modules(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _environ_writes(path: Path) -> list[int]:
+    """Lines that assign to, update or delete from os.environ."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        target = None
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+            targets = node.targets if hasattr(node, "targets") else [node.target]
+            target = next((t for t in targets if isinstance(t, ast.Subscript)), None)
+            target = target.value if target is not None else None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in {"update", "setdefault", "pop", "clear", "putenv"}:
+                target = node.func.value
+        if target is not None and ast.unparse(target) in {"os.environ", "environ"}:
+            lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("path", _modules(PIPELINES / "lib"), ids=lambda p: p.name)
+def test_the_library_never_imports_dagster_or_the_wiring(path):
+    bad = {
+        m
+        for m in _imports(path)
+        if m.split(".")[0] in {"dagster", "dagster_dbt", "tools"}
+        or m.startswith(("pipelines.defs", "pipelines.runner", "pipelines.commands"))
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_product_never_imports_the_development_tools():
+    for path in _modules(PIPELINES):
+        assert not {m for m in _imports(path) if m.split(".")[0] == "tools"}, path
+
+
+def test_os_environ_is_written_only_at_the_dbt_boundary():
+    writers = {
+        str(p.relative_to(ROOT)): lines
+        for p in _modules(PIPELINES)
+        if (lines := _environ_writes(p))
+    }
+    assert set(writers) == {"pipelines/defs/dbt.py"}, writers
+
+
+def test_the_environment_check_sees_a_write():
+    # the detector itself: it must see the kinds of write it is there to forbid
+    probe = ROOT / "tests" / "fixtures" / "environ_writes.py"
+    assert _environ_writes(probe) == [4, 5, 6]
+
+
+def test_definitions_module_is_small():
+    lines = (PIPELINES / "definitions.py").read_text().splitlines()
+    assert len(lines) < 20
+
+
+def test_the_dbt_plugin_loads_without_dagster():
+    """dbt's subprocess imports the pseudonym plugin: it must not pull Dagster in."""
+    code = (
+        "import sys, pipelines.lib.duckdb_plugin, pipelines.lib.settings\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'dagster_dbt')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
