@@ -36,9 +36,12 @@ def _environ_writes(path: Path) -> list[int]:
             targets = node.targets if hasattr(node, "targets") else [node.target]
             target = next((t for t in targets if isinstance(t, ast.Subscript)), None)
             target = target.value if target is not None else None
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in {"update", "setdefault", "pop", "clear", "putenv"}:
-                target = node.func.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"update", "setdefault", "pop", "clear", "putenv"}
+        ):
+            target = node.func.value
         if target is not None and ast.unparse(target) in {"os.environ", "environ"}:
             lines.append(node.lineno)
     return lines
