@@ -7,20 +7,16 @@ event log into a short verdict: which asset or check failed, and why.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.lib.locking import RunLockedError, warehouse_lock
 from pipelines.lib.settings import Settings
 
-
-class RunLockedError(RuntimeError):
-    pass
+__all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
 
 @dataclass
@@ -49,31 +45,6 @@ class RunOutcome:
         return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def warehouse_lock(warehouse_dir: Path) -> Iterator[None]:
-    """Exclusive lock on the warehouse folder: a second run waits for nobody, it says why."""
-    warehouse_dir.mkdir(parents=True, exist_ok=True)
-    lock_path = warehouse_dir / ".run.lock"
-    with open(lock_path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            raise RunLockedError(
-                f"another run is writing to {warehouse_dir} (pid {holder}); wait for it to "
-                "finish, or point --warehouse-dir at another folder."
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _instance():
     import dagster as dg
 
@@ -92,6 +63,10 @@ def _outcome(result) -> RunOutcome:
             err = event.step_failure_data.error
             message = (err.message if err else "failed").strip().splitlines()
             out.failures.append(Failure("step", event.step_key or "?", " ".join(message[:6])))
+        elif event.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE:
+            err = event.event_specific_data.error
+            message = (err.message if err else "failed").strip().splitlines()
+            out.failures.append(Failure("resource", "talent", " ".join(message[:6])))
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             out.materialized.append(event.asset_key.to_user_string())
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:

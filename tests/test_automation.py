@@ -38,11 +38,11 @@ def _export(
 
 
 def _tick(sources: Path, cursor: str | None, settle_seconds: float = 30.0):
-    ctx = dg.build_sensor_context(
+    with dg.build_sensor_context(
         cursor=cursor,
         resources=talent_resources(sources_dir=sources, settle_seconds=settle_seconds),
-    )
-    return new_exports_sensor(ctx), ctx.cursor
+    ) as ctx:
+        return new_exports_sensor(ctx), ctx.cursor
 
 
 def test_sensor_requests_a_run_only_when_new_files_land(tmp_path):
@@ -109,10 +109,11 @@ def test_definitions_wire_schedules_sensors_and_jobs():
 
     repo = defs.get_repository_def()
     assert {s.name for s in repo.schedule_defs} >= {"nightly_schedule", "quarterly_report_schedule"}
-    assert {s.name for s in repo.sensor_defs} >= {
-        "new_exports_sensor",
-        "warehouse_freshness_sensor",
-    }
+    sensors = {s.name: s for s in repo.sensor_defs}
+    assert set(sensors) >= {"new_exports_sensor", "warehouse_freshness_sensor"}
+    # every sensor and schedule the README describes runs without being switched on first
+    assert all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in sensors.values())
+    assert all(s.default_status == dg.DefaultScheduleStatus.RUNNING for s in repo.schedule_defs)
     nightly = defs.resolve_job_def("nightly")
     keys = {k.to_user_string() for k in nightly.asset_layer.executable_asset_keys}
     assert "warehouse/published" in keys

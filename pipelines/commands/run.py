@@ -34,7 +34,7 @@ def command(
     options.warn_demo_key(settings)
     settings.ensure_dirs()
     try:
-        with warehouse_lock(settings.warehouse_dir):
+        with warehouse_lock(settings.warehouse_dir, "talent run"):
             typer.echo(f"talent run: {settings.sources_dir} -> {settings.warehouse_dir}", err=True)
             outcome = run_nightly(settings)
             typer.echo(outcome.describe(), err=True)

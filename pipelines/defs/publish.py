@@ -60,6 +60,10 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.M
 freshness_checks = dg.build_last_update_freshness_checks(
     assets=[published], lower_bound_delta=FRESHNESS_WINDOW
 )
+# Running from the start, like the schedules: a warehouse nobody refreshed for 26 hours should
+# show a failed check without anyone having to switch the sensor on first.
 warehouse_freshness_sensor = dg.build_sensor_for_freshness_checks(
-    freshness_checks=freshness_checks, name="warehouse_freshness_sensor"
+    freshness_checks=freshness_checks,
+    name="warehouse_freshness_sensor",
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )

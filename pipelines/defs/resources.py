@@ -8,11 +8,13 @@ Assets and checks ask the resource for the frozen `Settings` and pass it on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import dagster as dg
 
+from pipelines.lib.locking import warehouse_lock
 from pipelines.lib.settings import ENV_VARS, Settings
 
 
@@ -54,6 +56,22 @@ class TalentResource(dg.ConfigurableResource):
             elif isinstance(value, int):
                 values[name] = dg.EnvVar.int(var)
         return cls(**values)
+
+    @contextlib.contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[TalentResource]:
+        """A run holds the warehouse's run lock from its first step to its last.
+
+        So a run started by the schedule, the sensor or the UI is refused, naming the holder,
+        while `talent run` (or another run) writes the same warehouse; sensor ticks, which only
+        read the sources folder, take no lock.
+        """
+        run = context.dagster_run
+        if run is None:
+            yield self
+            return
+        holder = f"Dagster run {run.run_id[:8]} of job {run.job_name}"
+        with warehouse_lock(Path(self.warehouse_dir), holder):
+            yield self
 
     @property
     def settings(self) -> Settings:
