@@ -289,6 +289,32 @@ def test_every_dbt_test_ran_as_an_asset_check_and_docs_were_written(warehouse):
     assert docs_are_current(wh / "docs", docs_fingerprint(DBT_PROJECT_DIR, build_args(settings)))
 
 
+def test_every_mart_and_column_carries_its_description_as_a_comment(built):
+    """The yml descriptions reach the file (persist_docs); publishing copies them."""
+    import yaml
+
+    from pipelines.lib.project_files import DBT_PROJECT_DIR
+
+    for yml in sorted((DBT_PROJECT_DIR / "models" / "marts").glob("*.yml")):
+        model = yaml.safe_load(yml.read_text())["models"][0]
+        comment = built.execute(
+            "select comment from duckdb_tables() where schema_name = 'marts' and table_name = ?",
+            [model["name"]],
+        ).fetchone()
+        assert comment and comment[0] == model["description"], model["name"]
+        comments = dict(
+            built.execute(
+                "select column_name, comment from duckdb_columns() "
+                "where schema_name = 'marts' and table_name = ?",
+                [model["name"]],
+            ).fetchall()
+        )
+        missing = sorted(c for c, text in comments.items() if not text)
+        assert not missing, f"marts.{model['name']}: columns without a comment: {missing}"
+        for column in model["columns"]:
+            assert comments[column["name"]] == column["description"], column["name"]
+
+
 def spells():
     """Current spells per person from the raw rows: later delivery wins per (id, hire date)."""
     latest = {}
