@@ -46,7 +46,8 @@ END = date(2026, 9, 30)
 HELD_BACK = "2026-09"  # the month delivered after the first publish
 SOURCE_FOLDERS = sorted({c.folder for c in EXPORTS.values()})
 RUN_TIMEOUT = 1200  # seconds; a hung run fails the test instead of hanging the suite
-DBT_BUILD_STARTED = "Running dbt command: `dbt build"
+# dagster-dbt logs "Running dbt command: `<venv>/bin/dbt build --vars ...`"
+DBT_BUILD_STARTED = "dbt build --vars"
 DBT_BUILD_FINISHED = "Finished dbt command: `dbt build"
 LOCK_TAKEN = "talent run: "  # printed once the run holds the warehouse lock
 PSEUDONYM_KEY = "test-key-for-pseudonyms"

@@ -26,6 +26,7 @@ WAREHOUSE_DIR = typer.Option(
 REPORTS_DIR = typer.Option(
     None,
     "--reports-dir",
+    "--out",
     help="Where reports are written (default: TALENT_REPORTS_DIR or <warehouse-dir>/reports).",
 )
 MIN_GROUP_SIZE = typer.Option(
