@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import math
 import re
 from collections.abc import Sequence
 
@@ -19,6 +18,9 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+
+from pipelines.lib.report.fmt import money as _money  # noqa: E402
+from pipelines.lib.report.fmt import roi_pct  # noqa: E402
 
 OKABE_ITO = {
     "blue": "#0072B2",
@@ -409,7 +411,7 @@ def tornado_chart(
     rows = sorted(rows, key=lambda r: abs(r[2] - r[1]))
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.2, 0.42 * max(3, len(rows)) + 1.0))
-        fmt = (lambda v: f"{math.floor(v * 100 + 1e-9):,} %") if percent else _money
+        fmt = roi_pct if percent else _money
         for y, (label, low, high) in enumerate(rows):
             ax.barh(
                 y,
@@ -447,13 +449,3 @@ def tornado_chart(
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"{title} (base {fmt(base)})")
         return _svg(fig, name)
-
-
-def _money(v: float) -> str:
-    a = abs(v)
-    sign = "−" if v < 0 else ""
-    if a >= 1e6:
-        return f"{sign}${a / 1e6:,.0f}M" if a % 1e6 == 0 else f"{sign}${a / 1e6:,.2f}M"
-    if a >= 1e3:
-        return f"{sign}${a / 1e3:,.0f}k"
-    return f"{sign}${a:,.0f}"
