@@ -9,6 +9,7 @@ import duckdb
 
 from pipelines.config import TalentSettings
 from pipelines.lib.roi import (
+    DEFAULT_ASSUMPTIONS_PATH,
     INPUT_MARTS,
     OUTPUT_TABLES,
     RoiInputError,
@@ -49,7 +50,7 @@ def roi_tables(context: dg.AssetExecutionContext, settings: TalentSettings):
     if not s.build_db.exists():
         raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")
     try:
-        assumptions = load_assumptions()
+        assumptions = load_assumptions(DEFAULT_ASSUMPTIONS_PATH)
         with duckdb.connect(str(s.build_db)) as con:
             marts = read_marts(con, db_label=str(s.build_db))
             tables = build_roi_tables(marts, assumptions)

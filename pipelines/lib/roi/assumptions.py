@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+# The project's own file: the one default, for callers that are given no path (settings pass it).
 # sources/scenarios/ sits at the repository root, three levels above this package.
 DEFAULT_ASSUMPTIONS_PATH = (
     Path(__file__).resolve().parents[3] / "sources" / "scenarios" / "assumptions.yaml"
@@ -51,9 +52,10 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def load_assumptions(path: Path | str | None = None) -> dict[str, Assumption]:
-    """Read and validate the assumptions file; the default is the project's own file."""
-    path = Path(path) if path else DEFAULT_ASSUMPTIONS_PATH
+def load_assumptions(path: Path | str) -> dict[str, Assumption]:
+    """Read and validate the assumptions file at `path` (the caller names it, e.g. from the
+    settings; `DEFAULT_ASSUMPTIONS_PATH` is the project's own)."""
+    path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:

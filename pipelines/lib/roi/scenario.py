@@ -19,6 +19,7 @@ import polars as pl
 import yaml
 
 from pipelines.lib.roi.assumptions import (
+    DEFAULT_ASSUMPTIONS_PATH,
     Assumption,
     RoiInputError,
     apply_overrides,
@@ -120,7 +121,9 @@ def load_scenario(path: Path | str, assumptions_path: Path | str | None = None) 
             f"{path}, quantity 'certified_share_of_team': a share between 0 and 1, got {share}"
         )
     assumptions = apply_overrides(
-        load_assumptions(assumptions_path), doc.get("assumptions") or {}, str(path)
+        load_assumptions(assumptions_path or DEFAULT_ASSUMPTIONS_PATH),
+        doc.get("assumptions") or {},
+        str(path),
     )
     return Scenario(
         name=str(doc["name"]),

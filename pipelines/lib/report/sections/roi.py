@@ -211,7 +211,8 @@ def _ranges(items: list[Item], sens: pd.DataFrame | None, facts: RoiFacts) -> li
 
 def _items(summ: pd.DataFrame, effects: dict[str, Effect], facts: RoiFacts) -> None:
     name = "label" if "label" in summ.columns else "item"
-    s = summ.dropna(subset=["amount_usd"])
+    status = summ["status"] if "status" in summ.columns else pd.Series("", index=summ.index)
+    s = summ[summ["amount_usd"].notna() | (status == "unavailable")]
     for _, r in s.iterrows():
         kind, reason = _kind(r, effects)
         amount = 0.0 if kind == "unavailable" else float(r["amount_usd"])
