@@ -104,7 +104,7 @@ def line_chart(
 ) -> str:
     """Lines over time, each with its own marker and dash, labelled at its last point."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.9))
+        fig, ax = plt.subplots(figsize=(7.2, 2.5))
         idx = list(range(len(x)))
         for i, (label, ys) in enumerate(series.items()):
             pts = [(j, y) for j, y in zip(idx, ys, strict=True) if y is not None and y == y]
@@ -215,7 +215,7 @@ def bar_chart(
 
 def _row_height(rows: int) -> float:
     """Inches per bar: roomy for a handful of rows, compact for a chart of every team."""
-    return 0.42 if rows <= 10 else 0.26
+    return 0.32 if rows <= 10 else 0.26
 
 
 def interval_chart(
@@ -293,7 +293,7 @@ def event_study_chart(
     """Rate ratio by month relative to certification with its 95 % band; 1 = no change vs the
     month before certifying (month −1, the reference)."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.9))
+        fig, ax = plt.subplots(figsize=(7.2, 2.5))
         ax.fill_between(
             relative_months,
             ci_low,
@@ -410,7 +410,7 @@ def tornado_chart(
     """Each assumption's low and high case as a bar around the base result, widest on top."""
     rows = sorted(rows, key=lambda r: abs(r[2] - r[1]))
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.42 * max(3, len(rows)) + 1.0))
+        fig, ax = plt.subplots(figsize=(7.2, 0.3 * max(3, len(rows)) + 1.0))
         fmt = roi_pct if percent else _money
         for y, (label, low, high) in enumerate(rows):
             ax.barh(

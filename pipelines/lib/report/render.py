@@ -29,7 +29,7 @@ from pipelines.lib.report.sections.coverage import coverage_section
 from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
-from pipelines.lib.report.sections.incidents import incidents_section, split_event_charts
+from pipelines.lib.report.sections.incidents import incidents_section, split_charts
 from pipelines.lib.report.sections.method import glossary, method_section
 from pipelines.lib.report.sections.roi import WorkedExample, roi_section
 from pipelines.lib.report.sections.summary import Targets, actions, findings, tiles
@@ -93,8 +93,8 @@ def build_context(
     expiring, exp_f = expiring_section(marts, q, thr)
     attrition, att_f = attrition_section(marts, q, thr)
     incidents, inc_f = incidents_section(marts, q, thr)
-    event_charts = split_event_charts(incidents)
     roi, roi_f = roi_section(marts, q, thr, inc_f.effects, inputs.worked_example)
+    method_charts = split_charts(incidents, "event-study-") + split_charts(roi, "roi-tornado")
     composition, comp_f = composition_section(marts, q, thr, inputs.cost_basis)
     facts = Facts(cov_f, gap_f, exp_f, att_f, inc_f, roi_f, comp_f)
     sections = [coverage, gaps, expiring, composition, attrition, incidents, roi]
@@ -108,7 +108,7 @@ def build_context(
         "headlines": findings(facts, q),
         "actions": actions(facts, q),
         "sections": sections,
-        "appendix": [method_section(inc_f.effects, event_charts, thr)],
+        "appendix": [method_section(inc_f.effects, method_charts, thr)],
         "glossary": glossary(thr),
         "min_group_size": thr,
         "css": (STATIC_DIR / "report.css").read_text(encoding="utf-8"),
@@ -202,11 +202,12 @@ def render_report(
     html_path, pdf_path = target / "talent-report.html", target / "talent-report.pdf"
     html_path.write_text(html, encoding="utf-8")
     appendix = write_appendix(context["sections"], target / "appendix")
-    _write_pdf(html, pdf_path)
+    pages = _write_pdf(html, pdf_path)
     return {
         "quarter": q.label,
         "html": html_path,
         "pdf": pdf_path,
+        "pages": pages,
         "appendix": appendix,
         "sections": {s.id: s.available for s in context["sections"]},
         "charts": sum(len(s.charts) for s in context["sections"] + context["appendix"]),
@@ -237,7 +238,7 @@ def write_appendix(sections: list[Section], folder: Path) -> list[Path]:
     return written
 
 
-def _write_pdf(html: str, pdf_path: Path) -> None:
+def _write_pdf(html: str, pdf_path: Path) -> int:
     """WeasyPrint prints the same HTML; a fetcher that refuses everything keeps it offline."""
     import weasyprint  # imported late: it loads Pango
 
@@ -245,5 +246,7 @@ def _write_pdf(html: str, pdf_path: Path) -> None:
         raise ValueError(f"The report must be self-contained; refused to fetch {url}")
 
     tmp = pdf_path.with_suffix(".pdf.tmp")
-    weasyprint.HTML(string=html, url_fetcher=no_fetch).write_pdf(str(tmp))
+    document = weasyprint.HTML(string=html, url_fetcher=no_fetch).render()
+    document.write_pdf(str(tmp))
     tmp.replace(pdf_path)
+    return len(document.pages)

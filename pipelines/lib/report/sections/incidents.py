@@ -230,8 +230,8 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
     return section, facts
 
 
-def split_event_charts(section: Section) -> list[str]:
-    """Take the month-by-month charts out of the section: they belong to the method appendix."""
-    moved = [c for c in section.charts if 'data-chart="event-study-' in c]
+def split_charts(section: Section, prefix: str) -> list[str]:
+    """Take the charts named `prefix...` out of a section, for the method appendix."""
+    moved = [c for c in section.charts if f'data-chart="{prefix}' in c]
     section.charts = [c for c in section.charts if c not in moved]
     return moved

@@ -159,7 +159,8 @@ def method_section(effects: dict[str, Effect], event_charts: list[str], thr: int
         "compared with that of colleagues who certify later, in the same calendar months, so "
         "that people who were going to certify anyway are compared like with like. The charts "
         "show each outcome month by month around certification: flat months before it support "
-        "the comparison."
+        "the comparison. The last chart shows how far each assumption of the ROI model moves "
+        "the net ROI on measured returns."
     )
     return Section("method", "Appendix: method", True, lead, list(event_charts), [], notes)
 

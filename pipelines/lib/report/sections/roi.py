@@ -379,11 +379,12 @@ def roi_section(
         _items(summ, effects, facts)
         facts.items = _ranges(facts.items, sens, facts)
         section.lead = Markup(section.lead) + _lead(facts)
-        section.tables.append(_measured_table(facts))
+        first = [_measured_table(facts)]  # the measured return leads, spend details follow
         if facts.of("stated"):
-            section.tables.append(_stated_table(facts))
+            first.append(_stated_table(facts))
         if worked_example is not None:
-            section.tables.append(_worked_table(facts, worked_example))
+            first.append(_worked_table(facts, worked_example))
+        section.tables[:0] = first
         tornado = _tornado(sens, facts)
         if tornado:
             section.charts.append(tornado)
