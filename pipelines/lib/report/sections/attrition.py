@@ -91,7 +91,7 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
     mask = suppression_mask(
         {s: w.totals("certification_status", s, [q.start])[1] for s in statuses}, thr
     )
-    rows, labels, points, by_status = [], [], [], {}
+    rows, by_status = [], {}
     for seg_type, seg in [("certification_status", s) for s in statuses] + [("all", "all")]:
         h = mask.get(seg, False)
         qs, qh, _ = w.totals(seg_type, seg, [q.start])
@@ -114,8 +114,6 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
                 shown(tv, h, thr),
             ]
         )
-        labels += [f"{name}, {q.label}", f"{name}, 12 months"]
-        points += [None if h or math.isnan(rq[0]) else rq, None if h or math.isnan(rt[0]) else rt]
         if not h and seg_type != "all":
             by_status[seg] = rt
     qs, qh, _ = w.totals("all", "all", [q.start])

@@ -215,38 +215,47 @@ def _teams(cur: pd.DataFrame, thr: int, when: str) -> tuple[str, list[Table]]:
     return chart, tables
 
 
-def _level_mix(lm: pd.DataFrame, q: Quarter, thr: int) -> tuple[str, Table] | None:
+def template_levels(cur: pd.DataFrame) -> dict[int, float]:
+    """Share of the template's headcount at each level: each team's role seats spread evenly
+    over the role's level band (a band 2-3 puts half a seat at 2 and half at 3)."""
+    seats: dict[int, float] = {}
+    for r in cur.itertuples():
+        if r.level_min != r.level_min or r.level_max != r.level_max or not r.template_headcount:
+            continue
+        band = range(int(r.level_min), int(r.level_max) + 1)
+        for lv in band:
+            seats[lv] = seats.get(lv, 0.0) + float(r.template_headcount) / len(band)
+    total = sum(seats.values())
+    return {lv: n / total for lv, n in seats.items()} if total else {}
+
+
+def _level_mix(lm: pd.DataFrame, cur_tc: pd.DataFrame, q: Quarter, thr: int) -> str | None:
+    """Level mix of all engineers against the template's; the labels carry count and share,
+    so no table repeats the chart."""
     cur = lm[lm["month"] == q.last_month].groupby("skill_level")["headcount"].sum()
     if cur.empty:
         return None
-    levels = sorted(int(v) for v in cur.index)
-    mask = suppression_mask({lv: float(cur.loc[lv]) for lv in levels}, thr)
+    tpl = template_levels(cur_tc) if not cur_tc.empty else {}
+    levels = sorted({int(v) for v in cur.index} | set(tpl))
+    mask = suppression_mask({lv: float(cur.get(lv, 0)) for lv in levels}, thr)
     total = float(cur.sum())
-    names = [LEVELS.get(lv, str(lv)) for lv in levels]
-    share = {lv: None if mask[lv] else float(cur.loc[lv]) / total for lv in levels}
-    chart = charts.bar_chart(
+    share = {lv: None if mask[lv] else float(cur.get(lv, 0)) / total for lv in levels}
+    return charts.bar_chart(
         "level-mix",
-        names,
+        [LEVELS.get(lv, str(lv)) for lv in levels],
         [share[lv] for lv in levels],
         labels=[
-            f"{mask_label(thr)} (hidden)" if mask[lv] else f"{num(cur.loc[lv])} ({pct(share[lv])})"
+            f"{mask_label(thr)} (hidden)"
+            if mask[lv]
+            else f"{num(cur.get(lv, 0))} ({pct(share[lv])}; template {pct(tpl.get(lv, 0))})"
             for lv in levels
         ],
         percent=True,
-        title="Level mix, share of engineers",
+        title="Level mix of engineers against the template",
         xlabel="share of engineers",
+        reference=[tpl.get(lv) for lv in levels] if tpl else None,
+        reference_label="template",
     )
-    t = table(
-        f"Engineers by skill level, {month_label(q.last_month)}",
-        ["Level", "Engineers", "Share"],
-        [
-            [n, shown(cur.loc[lv], mask[lv], thr), mask_label(thr) if mask[lv] else pct(share[lv])]
-            for n, lv in zip(names, levels, strict=True)
-        ],
-        total=["All levels", num(total), "100 %"],
-        key="level-mix",
-    )
-    return chart, t
 
 
 def composition_section(
@@ -271,10 +280,10 @@ def composition_section(
         section.charts.append(chart)
         section.tables += tables
         section.lead = _lead(facts)
-    mix = _level_mix(lm, q, thr) if lm is not None else None
-    if mix:  # the chart carries each level's count and share: no table repeats it
-        section.charts.append(mix[0])
-    if not section.tables:
+    mix = _level_mix(lm, cur, q, thr) if lm is not None else None
+    if mix:
+        section.charts.append(mix)
+    if not section.tables and not section.charts:
         return unavailable(sid, title, f"Not available: no composition snapshot for {when}."), None
     return section, facts
 

@@ -3,7 +3,6 @@ certification with the plain comparison beside it (definitions from `effects`)."
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -134,7 +133,7 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
     )
 
 
-def _status_rows(st: pd.DataFrame, thr: int) -> tuple[list, list, list]:
+def _status_rows(st: pd.DataFrame, thr: int) -> list[list]:
     order = {k: i for i, k in enumerate(STATUS_LABELS)}
     st = st.assign(_o=st["certification_status"].map(lambda v: order.get(v, 99))).sort_values(
         ["_o", "certification_status"]
@@ -143,7 +142,7 @@ def _status_rows(st: pd.DataFrame, thr: int) -> tuple[list, list, list]:
     mask = suppression_mask(
         dict(zip(groups["certification_status"], groups["engineers"], strict=True)), thr
     )
-    rows, labels, points = [], [], []
+    rows = []
     for r in st.itertuples():
         h = mask.get(r.certification_status, False)
         rate = poisson_rate_interval(r.incidents, r.engineer_months, per=100)
@@ -168,9 +167,7 @@ def _status_rows(st: pd.DataFrame, thr: int) -> tuple[list, list, list]:
                 ),
             ]
         )
-        labels.append(status_label(r.certification_status))
-        points.append(None if h or math.isnan(rate[0]) else rate)
-    return rows, labels, points
+    return rows
 
 
 def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, IncidentFacts]:
@@ -196,7 +193,7 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         scope = q.label
         if st.empty:
             st, scope = ir[ir["breakdown"] == "status"], "whole observation window"
-        rows, labels, points = _status_rows(st, thr)
+        rows = _status_rows(st, thr)
         section.tables.append(
             table(
                 f"Incidents as primary responder, {scope}",

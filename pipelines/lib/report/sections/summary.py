@@ -62,103 +62,67 @@ def _tile(label, key, now, prev, year, show, delta, target, higher_is_better) ->
     return Tile(label, value, change(prev), change(year), status, state)
 
 
-def tiles(f: Facts, t: Targets) -> list[Tile]:
-    out: list[Tile] = []
-    c = f.coverage
-    if c is not None:
+@dataclass(frozen=True)
+class Kpi:
+    """One tile's figures: now, a quarter ago, a year ago (None when not available)."""
+
+    label: str
+    key: str
+    now: float | None
+    prev: float | None
+    year: float | None
+    show: Callable[[float], str]
+    delta: Callable[[float], str]
+    target: float | None
+    higher_is_better: bool
+
+
+def _share(v: float) -> str:
+    return pct(v, 1)
+
+
+def _money_delta(d: float) -> str:
+    return ("+" if d >= 0 else "") + usd(d)
+
+
+def kpis(f: Facts, t: Targets) -> list[Kpi]:
+    out: list[Kpi] = []
+    if (c := f.coverage) is not None:
         p, y = c.prev, c.year_ago
-        out.append(
-            _tile(
-                "Meet required certifications",
-                "compliance",
-                c.now.compliance,
-                p and p.compliance,
-                y and y.compliance,
-                lambda v: pct(v, 1),
-                pts,
-                c.target,
-                True,
-            )
-        )
-        out.append(
-            _tile(
-                "Hold ≥1 active certification",
-                "coverage",
-                c.now.coverage,
-                p and p.coverage,
-                y and y.coverage,
-                lambda v: pct(v, 1),
-                pts,
-                t.certified,
-                True,
-            )
-        )
-    a = f.attrition
-    if a is not None:
-        out.append(
-            _tile(
-                "Attrition, 12 months",
-                "attrition-12m",
-                a.t12m[0],
-                a.t12m_prev and a.t12m_prev[0],
-                a.t12m_year_ago and a.t12m_year_ago[0],
-                lambda v: pct(v, 1),
-                pts,
-                t.attrition_12m,
-                False,
-            )
-        )
-    i = f.incidents
-    if i is not None and i.now is not None:
-        out.append(
-            _tile(
-                "Incidents per 100 engineer-months",
-                "incident-rate",
-                i.now.rate,
-                i.prev and i.prev.rate,
-                i.year_ago and i.year_ago.rate,
-                lambda v: f"{v:.1f}",
-                lambda d: signed(d, 1),
-                t.incident_rate,
-                False,
-            )
-        )
-        out.append(
-            _tile(
-                "Median time to restore (min)",
-                "mttr-median",
-                i.now.mttr_median,
-                i.prev and i.prev.mttr_median,
-                i.year_ago and i.year_ago.mttr_median,
-                num,
-                signed,
-                t.mttr_median,
-                False,
-            )
-        )
-    r = f.roi
-    if r is not None and r.spend is not None:
-        tile = _tile(
-            "Training spend, quarter",
-            "spend",
-            r.spend,
-            r.spend_prev,
-            r.spend_year_ago,
-            usd,
-            lambda d: ("+" if d >= 0 else "") + usd(d),
-            None,
-            True,
-        )
-        out.append(
-            Tile(
-                tile.label,
-                tile.value,
-                tile.vs_prev,
-                tile.vs_year,
-                f"{usd(r.spend_12m)} over 12 months",
-                "none",
-            )
-        )
+        out += [
+            Kpi("Meet required certifications", "compliance", c.now.compliance,
+                p and p.compliance, y and y.compliance, _share, pts, c.target, True),
+            Kpi("Hold ≥1 active certification", "coverage", c.now.coverage,
+                p and p.coverage, y and y.coverage, _share, pts, t.certified, True),
+        ]  # fmt: skip
+    if (a := f.attrition) is not None:
+        prev, year = a.t12m_prev, a.t12m_year_ago
+        out.append(Kpi("Attrition, 12 months", "attrition-12m", a.t12m[0], prev and prev[0],
+                       year and year[0], _share, pts, t.attrition_12m, False))  # fmt: skip
+    if (i := f.incidents) is not None and i.now is not None:
+        p, y = i.prev, i.year_ago
+        out += [
+            Kpi("Incidents per 100 engineer-months", "incident-rate", i.now.rate, p and p.rate,
+                y and y.rate, lambda v: f"{v:.1f}", lambda d: signed(d, 1), t.incident_rate,
+                False),
+            Kpi("Median time to restore (min)", "mttr-median", i.now.mttr_median,
+                p and p.mttr_median, y and y.mttr_median, num, signed, t.mttr_median, False),
+        ]  # fmt: skip
+    if (r := f.roi) is not None and r.spend is not None:
+        out.append(Kpi("Training spend, quarter", "spend", r.spend, r.spend_prev,
+                       r.spend_year_ago, usd, _money_delta, None, True))  # fmt: skip
+    return out
+
+
+def tiles(f: Facts, t: Targets) -> list[Tile]:
+    out = []
+    for k in kpis(f, t):
+        tile = _tile(k.label, k.key, k.now, k.prev, k.year, k.show, k.delta, k.target,
+                     k.higher_is_better)  # fmt: skip
+        if k.key == "spend" and f.roi is not None:  # spend has no target: show the year
+            tile = Tile(tile.label, tile.value, tile.vs_prev, tile.vs_year,
+                        f"{usd(f.roi.spend_12m)} over 12 months", "none")  # fmt: skip
+        out.append(tile)
     return out
 
 
