@@ -257,3 +257,17 @@ def test_assumptions_are_read_from_the_path_given(tmp_path):
     assert loaded["downtime_cost_usd_per_gpu_hour"].base == 2
     with pytest.raises(TypeError):
         load_assumptions()  # type: ignore[call-arg]  # no hidden default: the caller names it
+
+
+def test_voluntary_exits_avoided_follow_the_hazard_ratio(tmp_path):
+    f = tmp_path / "exits.yaml"
+    f.write_text(
+        "name: exits\nquantities:\n"
+        "  baseline_voluntary_exits: {value: 10, basis: given}\n"
+        "assumptions:\n"
+        "  attrition_hazard_ratio: {base: 0.7}\n"
+        "  replacement_cost_usd_per_exit: {base: 100000}\n"
+    )
+    items = {i["item"]: i["amount_usd"] for i in run_scenario(load_scenario(f))["items"]}
+    # certified engineers leave at 0.7 x the baseline: 10 x (1 - 0.7) = 3 exits avoided
+    assert items["attrition_cost_avoided"] == pytest.approx(3 * 100_000)

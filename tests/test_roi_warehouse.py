@@ -81,6 +81,20 @@ def _marts() -> dict[str, pl.LazyFrame]:
                 "coverage_share": [0.5, 0.9, 1.0, 0.25],
             }
         ),
+        "attrition": pl.LazyFrame(
+            {
+                "period_type": ["quarter", "quarter", "quarter", "month"],
+                "period_start": [Q1, Q1, Q2, Q1],
+                "segment_type": [
+                    "certification_status",
+                    "certification_status",
+                    "all",
+                    "certification_status",
+                ],
+                "segment_value": ["certified", "not_certified", "all", "certified"],
+                "voluntary_separations": [3, 9, 12, 1],
+            }
+        ),  # fmt: skip
         "certification_effect": pl.LazyFrame(
             {
                 "metric": ["incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"],
@@ -178,6 +192,11 @@ def test_tables_from_tiny_marts_match_a_hand_calculation(assumptions):
         100 * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"])
     )
     assert by_item["vendor_discounts"] == -1000
+    # attrition: 3 certified voluntary exits x (1 / 0.6 - 1) x replacement cost per exit; the
+    # monthly row and the uncertified and all-engineer rows are not counted
+    assert by_item["attrition_cost_avoided"] == pytest.approx(
+        3 * (1 / 0.6 - 1) * p["replacement_cost_usd_per_exit"]
+    )
     assert by_item["efficiency"] == pytest.approx(
         20 * p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"]
     )

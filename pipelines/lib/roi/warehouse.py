@@ -16,9 +16,10 @@ Pure functions over Polars LazyFrames (no Dagster, no DuckDB) plus two thin I/O 
     amount), period_start, period_end.
 `roi_sensitivity` - grain assumption: assumption, low_value, base_value, high_value,
     roi_at_low, roi_at_high, base_roi (net ROI over the window with every assumption at base),
-    swing; sorted widest first for a tornado chart. The incident-rate and MTTR ratios range over
-    the confidence interval of certification_effect; the row "certification_effect CI (both
-    ratios)" moves both together and gives the ROI interval the estimate's uncertainty implies.
+    swing; sorted widest first for a tornado chart. The incident-rate, MTTR and attrition hazard
+    ratios range over the confidence interval of certification_effect; the row
+    "certification_effect CI (all ratios)" moves them together and gives the ROI interval the
+    estimates' uncertainty implies.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
     "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
     "certification_effect": ("metric", "estimate", "ci_low", "ci_high"),
     "certification_coverage": ("month", "segment_type", "coverage_share"),
+    "attrition": (
+        "period_type",
+        "period_start",
+        "segment_type",
+        "segment_value",
+        "voluntary_separations",
+    ),
 }
 OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
 
@@ -115,6 +123,19 @@ def downtime_drivers(incident_downtime: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def attrition_drivers(attrition: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: voluntary exits of engineers certified at the start of the quarter."""
+    return (
+        attrition.filter(
+            (pl.col("period_type") == "quarter")
+            & (pl.col("segment_type") == "certification_status")
+            & (pl.col("segment_value") == "certified")
+        )
+        .group_by(quarter=pl.col("period_start").cast(pl.Date))
+        .agg(certified_voluntary_exits=_f("voluntary_separations").sum())
+    )
+
+
 def contractor_drivers(contractor_costs: pl.LazyFrame, baseline_months: int) -> pl.LazyFrame:
     """Per quarter: contractor hours replaced = sum over months of max(0, baseline - hours),
     baseline = mean monthly hours of the first `baseline_months` months in the data (the level
@@ -164,9 +185,12 @@ def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
     ).sort("quarter")
 
 
-EFFECT_METRICS = ("incident_rate_ratio", "mttr_ratio")
+EFFECT_METRICS = ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
 # the measured returns priced through an estimated effect, and the effects each rests on
-EFFECT_ITEMS = {"downtime_avoided": EFFECT_METRICS}
+EFFECT_ITEMS = {
+    "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
+    "attrition_cost_avoided": ("attrition_hazard_ratio",),
+}
 STATED_ITEMS = ("efficiency", "faster_deployment")
 
 
@@ -195,8 +219,8 @@ def unavailable_effects(certification_effect: pl.DataFrame) -> dict[str, str]:
 
 
 def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, float, float]]:
-    """(ci_low, estimate, ci_high) of the estimable incident-rate and MTTR ratios; a metric
-    missing from the mart is an error that names it."""
+    """(ci_low, estimate, ci_high) of the estimable incident-rate, MTTR and attrition hazard
+    ratios; a metric missing from the mart is an error that names it."""
     skip = unavailable_effects(certification_effect)
     out = {}
     for metric in EFFECT_METRICS:
@@ -338,15 +362,13 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
     ranges = {
         n: (a.low, a.base, a.high)
         for n, a in assumptions.items()
-        if (n in used and "warehouse" in a.used_by) or n in ("incident_rate_ratio", "mttr_ratio")
+        if (n in used and "warehouse" in a.used_by) or n in EFFECT_METRICS
     }
     # contractor replaced hours do not depend on the rates; the contractor-baseline window is a
     # driver choice, not a price, so it is left out of the tornado.
-    irr, mttr = assumptions["incident_rate_ratio"], assumptions["mttr_ratio"]
     joint = {
-        "certification_effect CI (both ratios)": {
-            "incident_rate_ratio": (irr.low, irr.high),
-            "mttr_ratio": (mttr.low, mttr.high),
+        "certification_effect CI (all ratios)": {
+            m: (assumptions[m].low, assumptions[m].high) for m in EFFECT_METRICS
         }
     }
     return sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
@@ -367,6 +389,7 @@ def build_roi_tables(
                 marts["contractor_costs"], int(params["contractor_baseline_months"])
             ),
             fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
+            attrition_drivers(marts["attrition"]),
         )
         .collect()
         .lazy()

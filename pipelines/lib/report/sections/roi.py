@@ -33,7 +33,7 @@ EFFECT_RETURNS = {
     "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
     "attrition_cost_avoided": ("attrition_hazard_ratio",),
 }
-EFFECT_CI_ROW = "certification_effect CI (both ratios)"
+EFFECT_CI_ROW = "certification_effect CI"  # the row moving every effect to its bounds
 
 
 @dataclass(frozen=True)
@@ -198,11 +198,11 @@ def _ranges(items: list[Item], sens: pd.DataFrame | None, facts: RoiFacts) -> li
             it = Item(it.item, it.label, it.amount, it.kind, it.amount * lo, it.amount * hi)
         out.append(it)
     stated_total = sum(i.amount for i in out if i.kind == "stated")
-    if EFFECT_CI_ROW in by and not any(
-        i.item == "downtime_avoided" for i in out if i.kind == "unavailable"
-    ):
+    ci_row = next((by[k] for k in by if k.startswith(EFFECT_CI_ROW)), None)
+    # with a line unavailable the sensitivity rows may still price it: no range then
+    if ci_row is not None and not any(i.kind == "unavailable" for i in out):
         ends = [
-            (float(by[EFFECT_CI_ROW][c]) + 1) * facts.investment - stated_total
+            (float(ci_row[c]) + 1) * facts.investment - stated_total
             for c in ("roi_at_low", "roi_at_high")
         ]
         facts.measured_low, facts.measured_high = min(ends), max(ends)
@@ -280,6 +280,8 @@ def _worked_table(f: RoiFacts, w: WorkedExample) -> Table:
     rows = [["Investment", usd(w.investment), usd(per_year(f.investment)), "measured"]]
     for item, amount in w.items.items():
         it = here.get(item)
+        if not amount and (it is None or not it.amount):
+            continue  # a line neither the example nor this company has
         verdict = {
             "measured": "supported by this company's data"
             if it and it.amount > 0
@@ -287,6 +289,8 @@ def _worked_table(f: RoiFacts, w: WorkedExample) -> Table:
             "stated": "assumption only: not measured here",
             "unavailable": "not estimable here",
         }.get(it.kind if it else "", "not in the model")
+        if not amount:
+            verdict = "not claimed in the worked example; measured here"
         rows.append(
             [
                 it.label if it else nice(item),
