@@ -7,15 +7,10 @@ import pandas as pd
 import pytest
 
 from pipelines.lib.report.sections.composition import CostBasis, role_plans, template_levels
+from tools.generate.reference import SALARY_BANDS
 
-# seed-facts.md, "Skill levels": salary bands in USD a year
-SALARY = {
-    1: (75_000, 95_000),
-    2: (95_000, 125_000),
-    3: (125_000, 175_000),
-    4: (175_000, 250_000),
-    5: (250_000, 400_000),
-}
+# seed-facts.md, "Skill levels": salary bands in USD a year, as the generator plants them
+SALARY = SALARY_BANDS
 
 
 def _small_team(ops: int, lead: int = 1, network: int = 1) -> pd.DataFrame:

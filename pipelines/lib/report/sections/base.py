@@ -10,7 +10,9 @@ from typing import TypeVar
 
 from markupsafe import Markup
 
+from pipelines.lib.report import charts
 from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.suppression import mask_label
 
 Text = str | Markup
 T = TypeVar("T")
@@ -109,3 +111,29 @@ def team_tables(
         table(caption, columns, shown_rows, total=total, key=key, note=note),
         table(f"{caption}: all teams", columns, rows, total=total, key=f"{key}-all", scope="full"),
     ]
+
+
+def printed(names: list[str], far: list[str], near: list[str]) -> list[str]:
+    """The teams a chart draws: all of a few, else the far ones then the near ones."""
+    return names if len(names) <= 2 * EXTREMES else far + near
+
+
+def team_bar_chart(
+    name: str,
+    picked: list[str],
+    value: dict[str, float | None],
+    show: Callable[[float], str],
+    thr: int,
+    **kwargs,
+) -> str:
+    """Bars for the picked teams, each labelled with its figure or as hidden."""
+    return charts.bar_chart(
+        name,
+        picked,
+        [value[n] for n in picked],
+        labels=[
+            show(value[n]) if value[n] is not None else f"{mask_label(thr)} (hidden)"  # type: ignore[arg-type]
+            for n in picked
+        ],
+        **kwargs,
+    )

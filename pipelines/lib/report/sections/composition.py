@@ -17,7 +17,9 @@ from pipelines.lib.report.sections.base import (
     Section,
     Table,
     extremes,
+    printed,
     table,
+    team_bar_chart,
     team_tables,
     unavailable,
 )
@@ -180,15 +182,13 @@ def _teams(cur: pd.DataFrame, thr: int, when: str) -> tuple[str, list[Table]]:
         names.append(name)
         diff[name] = None if h else float(r.headcount - r.template)
     far, near = extremes(names, lambda n: None if diff[n] is None else abs(diff[n]))
-    picked = names if len(names) <= 10 else far + near
-    chart = charts.bar_chart(
+    picked = printed(names, far, near)
+    chart = team_bar_chart(
         "composition-by-team",
         picked,
-        [diff[n] for n in picked],
-        labels=[
-            signed(diff[n]) if diff[n] is not None else f"{mask_label(thr)} (hidden)"
-            for n in picked
-        ],
+        diff,
+        signed,
+        thr,
         title="Engineers per team minus the template for its fleet size"
         + ("" if len(names) <= 10 else ": 5 furthest from and 5 closest to the template"),
         xlabel="engineers above (+) or below (−) the template",

@@ -15,7 +15,9 @@ from pipelines.lib.report.sections.base import (
     Table,
     extremes,
     months_up_to,
+    printed,
     table,
+    team_bar_chart,
     team_tables,
     unavailable,
 )
@@ -100,14 +102,13 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: float, total: list) 
         names.append(name)
         share[name] = None if h or s is None else s
     far, near = extremes(names, lambda n: None if share[n] is None else target - share[n])
-    picked = names if len(names) <= 10 else far + near
-    chart = charts.bar_chart(
+    picked = printed(names, far, near)
+    chart = team_bar_chart(
         "coverage-by-team",
         picked,
-        [share[n] for n in picked],
-        labels=[
-            pct(share[n]) if share[n] is not None else f"{mask_label(thr)} (hidden)" for n in picked
-        ],
+        share,
+        pct,
+        thr,
         percent=True,
         title="Engineers meeting all role requirements, by team"
         + ("" if len(names) <= 10 else ": 5 furthest below and 5 closest to target"),

@@ -23,7 +23,7 @@ from pipelines.lib.report.fmt import fig, interval, missing, nice, ratio, senten
 # outcome label, what is measured, words for a ratio below / above 1
 EFFECT_TEXT = {
     "incident_rate_ratio": ("Incidents", "incidents per engineer-month", "fewer", "more"),
-    "mttr_ratio": ("Time to restore", "median time to restore", "shorter", "longer"),
+    "mttr_ratio": ("Time to restore", "time to restore", "shorter", "longer"),
     "attrition_hazard_ratio": (
         "Voluntary attrition",
         "monthly rate of leaving voluntarily",

@@ -5,12 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts
 from pipelines.lib.report.fmt import fig, month_label, num, sentence
 from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.sections.base import EXTREMES, Section, team_tables, unavailable
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.sections.base import (
+    EXTREMES,
+    Section,
+    team_bar_chart,
+    team_tables,
+    unavailable,
+)
+from pipelines.lib.report.suppression import shown, suppression_mask
 
 
 @dataclass(frozen=True)
@@ -44,17 +49,15 @@ def expiring_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Expir
     picked = names if len(names) <= 2 * EXTREMES else most
     out_charts = []
     if any(count[n] for n in picked):
+        title = f"Active certifications expiring in the 90 days after {q.end:%d %b %Y}"
         out_charts.append(
-            charts.bar_chart(
+            team_bar_chart(
                 "expiring-by-team",
                 picked,
-                [count[n] for n in picked],
-                labels=[
-                    num(count[n]) if count[n] is not None else f"{mask_label(thr)} (hidden)"
-                    for n in picked
-                ],
-                title=f"Active certifications expiring in the 90 days after {q.end:%d %b %Y}"
-                + ("" if picked is names else f": the {len(most)} teams with most"),
+                count,
+                num,
+                thr,
+                title=title + ("" if picked is names else f": the {len(most)} teams with most"),
                 xlabel="certifications expiring",
             )
         )

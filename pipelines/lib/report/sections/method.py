@@ -65,8 +65,9 @@ GLOSSARY = [
     ),
     (
         "Time to restore",
-        "Minutes from opening to resolution; the median over the quarter's resolved incidents "
-        "(Four Keys). The effect estimate compares medians too.",
+        "Minutes from opening to resolution of resolved incidents. The tile and the status table "
+        "show the quarter's median (Four Keys); the effect estimate compares typical "
+        "(geometric mean) times of comparable incidents, the method appendix says how.",
     ),
     (
         "Certification status (incidents)",
