@@ -134,3 +134,20 @@ def test_roi_turns_no_unestimable_effect_into_a_return(not_estimable_report):
     assert roi["Measured return"][1] == "$200,000"
     assert roi["Net ROI on measured returns"][1] == "37 %"
     assert "Downtime avoided: unavailable" in _plain(not_estimable_report)
+
+
+def test_a_return_resting_on_an_effect_not_shown_says_so(tmp_path):
+    eff, _ = _effects()
+    warn = "Pre-trend check (months -12 to -2): p = 0.002. WARNING: rates differed before."
+    eff.loc[eff["metric"] == "incident_rate_ratio", "caveats"] = warn
+    db = build_published_fixture(tmp_path / "talent.duckdb", effects=eff)
+    text = render_html(build_context(load_marts(db), Quarter.parse(QUARTER), 5, 0.8))
+    downtime = _table_rows(text, "roi-measured")["Downtime avoided"]
+    assert downtime == [
+        "measured return; rests on an effect the data do not show (incidents)",
+        "$100,000",
+    ]
+    assert (
+        "Of the measured return, downtime avoided ($100,000) rests on an effect the data do not "
+        "show (incidents)." in _plain(text)
+    )

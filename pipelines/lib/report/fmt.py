@@ -69,7 +69,7 @@ def money(v: float) -> str:
     """Compact dollars for chart labels and axes: `$1.25M`, `$675k`, `−$12k`."""
     if missing(v):
         return DASH
-    a, sign = abs(v), (MINUS if v < 0 else "")
+    a, sign = abs(v), (MINUS if v <= -0.5 else "")
     if a >= 1e6:
         return f"{sign}${a / 1e6:,.0f}M" if a % 1e6 == 0 else f"{sign}${a / 1e6:,.2f}M"
     if a >= 1e3:

@@ -158,22 +158,26 @@ def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section
 
 
 def _kind(r: pd.Series, effects: dict[str, Effect]) -> tuple[str, str]:
-    """What an roi_summary line is, from its `status` column when the mart has one."""
+    """What an roi_summary line is (from its `status` column when the mart has one) and a note:
+    why it is unavailable, or that it rests on an effect the data do not show."""
     if str(r["category"]).lower() == "investment":
         return "investment", ""
-    status = str(r.get("status") or "").lower()
-    if status in ("measured", "stated", "unavailable"):
-        return status, str(r.get("note") or "")
     item = str(r.get("item", ""))
-    if item in STATED_RETURNS:
-        return "stated", ""
-    for metric in EFFECT_RETURNS.get(item, ()):
-        e = effects.get(metric)
-        if e is not None and not e.estimable:
+    status = str(r.get("status") or "").lower()
+    if status not in ("measured", "stated", "unavailable"):
+        status = "stated" if item in STATED_RETURNS else "measured"
+    if status != "measured":
+        return status, str(r.get("note") or "") if status == "unavailable" else ""
+    used = [effects[m] for m in EFFECT_RETURNS.get(item, ()) if m in effects]
+    for e in used:
+        if not e.estimable:
             return (
                 "unavailable",
                 f"{e.label.lower()} effect not estimable: {e.not_estimable_reason}",
             )
+    weak = [e.label.lower() for e in used if not e.finding]
+    if weak:
+        return "measured", f"rests on an effect the data do not show ({', '.join(weak)})"
     return "measured", ""
 
 
@@ -231,7 +235,10 @@ def _measured_table(f: RoiFacts) -> Table:
     rows: list[list] = [
         [i.label, "investment", usd(-i.amount)] for i in f.of("investment") if i.amount
     ]
-    rows += [[i.label, "measured return", usd(i.amount)] for i in f.of("measured")]
+    rows += [
+        [i.label, "measured return" + (f"; {i.reason}" if i.reason else ""), usd(i.amount)]
+        for i in f.of("measured")
+    ]
     rows += [[i.label, "unavailable", i.reason] for i in f.of("unavailable")]
     rng = (
         f" ({money(f.measured_low)}–{money(f.measured_high)})" if f.measured_low is not None else ""
@@ -360,6 +367,10 @@ def _lead(f: RoiFacts) -> Markup:
         )
     for i in f.of("unavailable"):
         text += sentence(" {label}: unavailable ({why}).", label=i.label, why=i.reason)
+    for i in f.of("measured"):
+        if i.reason:
+            text += sentence(" Of the measured return, {label} ({amount}) {why}.",
+                             label=i.label.lower(), amount=usd(i.amount), why=i.reason)  # fmt: skip
     return text
 
 
