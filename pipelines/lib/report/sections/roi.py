@@ -21,6 +21,7 @@ from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.roi.model import LINE_ITEMS
 
 # Returns priced from stated per-GPU values, not measured (pipelines/lib/roi/README.md), and the
 # assumptions each one scales with.
@@ -314,24 +315,48 @@ def _worked_table(f: RoiFacts, w: WorkedExample) -> Table:
     )
 
 
+def _side(name: str) -> str:
+    """Which side of the ROI an assumption moves: investment, return, or both (or neither)."""
+    sides = {li.category for li in LINE_ITEMS if name in li.params}
+    if name.startswith(EFFECT_CI_ROW):
+        sides = {"return"}
+    return sides.pop() if len(sides) == 1 else "both"
+
+
+def measured_roi(roi_all: float, f: RoiFacts, side: str) -> float | None:
+    """Net ROI on measured returns from a sensitivity row's ROI on all returns. Stated returns S
+    do not move with any non-stated assumption. A return-side assumption leaves the investment I
+    fixed: measured = roi - S / I. An investment-side one leaves the return R (all items) fixed,
+    so I' = R / (roi + 1) and measured = (R - S) / I' - 1."""
+    stated = sum(i.amount for i in f.of("stated"))
+    if side == "return":
+        return roi_all - stated / f.investment
+    if side == "investment":
+        total = f.measured + stated
+        return (roi_all + 1) * (total - stated) / total - 1 if total else None
+    return None  # moves both sides: not recoverable from the table
+
+
 def _tornado(sens: pd.DataFrame | None, f: RoiFacts) -> str | None:
-    """Net ROI on measured returns as each assumption moves; stated-value assumptions do not
-    move it, so they are left out. Stated items are constants, subtracted from every row."""
-    if sens is None or sens.empty or not f.investment:
+    """Net ROI on measured returns as each assumption moves to its low and high value. The
+    stated-value assumptions do not move it and are left out, as is any assumption that moves
+    both the investment and the return (the table does not separate them)."""
+    if sens is None or sens.empty or not f.investment or f.of("unavailable"):
         return None
-    stated = sum(i.amount for i in f.of("stated")) / f.investment
-    skip = {n for names in STATED_RETURNS.values() for n in names}
-    rows = [
-        (nice(r["assumption"]), float(r["roi_at_low"]) - stated, float(r["roi_at_high"]) - stated)
-        for _, r in sens.dropna(subset=["roi_at_low", "roi_at_high"]).iterrows()
-        if r["assumption"] not in skip
-    ]
+    stated_names = {n for names in STATED_RETURNS.values() for n in names}
+    rows = []
+    for _, r in sens.dropna(subset=["roi_at_low", "roi_at_high"]).iterrows():
+        name = str(r["assumption"])
+        side = _side(name)
+        lo, hi = (measured_roi(float(r[c]), f, side) for c in ("roi_at_low", "roi_at_high"))
+        if name not in stated_names and lo is not None and hi is not None:
+            rows.append((nice(name), lo, hi))
     if not rows:
         return None
     return charts.tornado_chart(
         "roi-tornado",
-        rows[:10],
-        float(sens["base_roi"].iloc[0]) - stated,
+        sorted(rows, key=lambda t: -abs(t[2] - t[1]))[:10],
+        f.net_ratio,  # type: ignore[arg-type]
         title="Net ROI on measured returns as each assumption moves to its low or high value",
     )
 
