@@ -16,6 +16,7 @@ from pipelines.lib.report.fmt import sentence as S
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.effects import effect_sentence
 from pipelines.lib.report.sections.facts import Facts
+from pipelines.lib.report.sections.roi import RoiFacts
 
 
 @dataclass(frozen=True)
@@ -145,25 +146,33 @@ def findings(f: Facts, q: Quarter) -> list[Markup]:
     pick = next((e for e in effects.values() if e.finding), next(iter(effects.values()), None))
     if pick is not None:
         out.append(effect_sentence(pick))
-    r = f.roi
-    if r is not None and r.investment:
-        stated = r.of("stated")
-        out.append(
-            S(
-                "Training returned {m} in measured savings on {inv} invested ({roi} net) over {w}"
-                "{rest}.",
-                m=fig("roi-measured", usd(r.measured)),
-                inv=fig("roi-investment", usd(r.investment)),
-                roi=fig("roi-net-measured", roi_pct(r.net_ratio)),
-                w=r.window or "the data window",
-                rest="; the larger returns the seed's example counts ("
-                + " and ".join(i.label.lower() for i in stated)
-                + ") rest on assumptions, not on this data"
-                if stated
-                else "",
-            )
-        )
+    if f.roi is not None and f.roi.investment:
+        out.append(_roi_finding(f.roi))
     return out[:3]
+
+
+def _roi_finding(r: RoiFacts) -> Markup:
+    text = S(
+        "Training returned {m} in measured savings on {inv} invested ({roi} net) over {w}.",
+        m=fig("roi-measured", usd(r.measured)),
+        inv=fig("roi-investment", usd(r.investment)),
+        roi=fig("roi-net-measured", roi_pct(r.net_ratio)),
+        w=r.window or "the data window",
+    )
+    weak = [i for i in r.of("measured") if i.reason]
+    if weak:
+        text += S(
+            " Of this, {amount} ({labels}) rests on effects the data do not show.",
+            amount=usd(sum(i.amount for i in weak)),
+            labels=" and ".join(i.label.lower() for i in weak),
+        )
+    if r.of("stated"):
+        text += S(
+            " The larger returns the seed's example counts ({labels}) rest on assumptions, not "
+            "on this data.",
+            labels=" and ".join(i.label.lower() for i in r.of("stated")),
+        )
+    return text
 
 
 def actions(f: Facts, q: Quarter) -> list[Markup]:
