@@ -110,6 +110,12 @@ def test_report_prints_within_twelve_pages(real):
     assert real["pages"] <= 12
 
 
+def test_every_figure_quoted_in_text_equals_its_table(real):
+    from test_report import assert_figures_agree
+
+    assert "roi-net-measured" in assert_figures_agree(real["text"])
+
+
 def test_team_table_matches_the_mart_and_hides_small_teams(real):
     cov = real["marts"]["certification_coverage"]
     teams = cov[(cov["segment_type"] == "team") & (pd_date(cov["month"]) == LAST_MONTH)]
