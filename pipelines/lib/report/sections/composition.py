@@ -67,8 +67,7 @@ class CompositionFacts:
 
     @property
     def hire_cost(self) -> float | None:
-        costs = [p.hire_cost for p in self.plans if p.hires]
-        return None if any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
+        return _known_sum([p.hire_cost for p in self.plans if p.hires])
 
     @property
     def to_train(self) -> float:
@@ -76,8 +75,12 @@ class CompositionFacts:
 
     @property
     def train_cost(self) -> float | None:
-        costs = [p.train_cost for p in self.plans if p.to_train]
-        return None if any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
+        return _known_sum([p.train_cost for p in self.plans if p.to_train])
+
+
+def _known_sum(costs: list[float | None]) -> float | None:
+    """A total only when every part is known: an unpriced part leaves the total unknown."""
+    return None if any(c is None for c in costs) else sum(costs)  # type: ignore[arg-type]
 
 
 def _salary(basis: CostBasis | None, lo: object, hi: object) -> float | None:

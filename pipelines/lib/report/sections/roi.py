@@ -84,6 +84,27 @@ class RoiFacts:
         return [i for i in self.items if i.kind == kind]
 
 
+def _spend_figures(ts: pd.DataFrame, q: Quarter, facts: RoiFacts):
+    """Spend of the quarter, the one before, a year before and the last 12 months, and the
+    year's exam spend per attempt; returns the per-quarter total for the quarters table."""
+
+    def total(start) -> float | None:
+        part = ts[ts["quarter"] == start]
+        return None if part.empty else float(part["spend_usd"].sum())
+
+    year = ts["quarter"].isin([x.start for x in q.trailing(4)])
+    facts.spend = total(q.start)
+    facts.spend_prev = total(q.previous().start)
+    facts.spend_year_ago = total(q.trailing(5)[0].start)
+    facts.spend_12m = float(ts[year]["spend_usd"].sum())
+    exams = ts[(ts["spend_category"] == "certification_exam") & year]
+    if "enrolments" in exams.columns and float(exams["enrolments"].sum()) > 0:
+        facts.exam_spend_per_attempt = float(exams["spend_usd"].sum()) / float(
+            exams["enrolments"].sum()
+        )
+    return total
+
+
 def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section) -> None:
     ts = marts.get("training_spend")
     if ts is None or ts.empty:
@@ -92,24 +113,7 @@ def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section
     if cur.empty:
         return
 
-    def total(start) -> float | None:
-        part = ts[ts["quarter"] == start]
-        return None if part.empty else float(part["spend_usd"].sum())
-
-    facts.spend = float(cur["spend_usd"].sum())
-    facts.spend_prev = total(q.previous().start)
-    facts.spend_year_ago = total(q.trailing(5)[0].start)
-    facts.spend_12m = float(
-        ts[ts["quarter"].isin([x.start for x in q.trailing(4)])]["spend_usd"].sum()
-    )
-    exams = ts[
-        (ts["spend_category"] == "certification_exam")
-        & ts["quarter"].isin([x.start for x in q.trailing(4)])
-    ]
-    if "enrolments" in exams.columns and float(exams["enrolments"].sum()) > 0:
-        facts.exam_spend_per_attempt = float(exams["spend_usd"].sum()) / float(
-            exams["enrolments"].sum()
-        )
+    total = _spend_figures(ts, q, facts)
     mask = suppression_mask(dict(zip(cur["spend_category"], cur["participants"], strict=True)), thr)
     rows = []
     for r in cur.itertuples():
