@@ -758,3 +758,14 @@ def test_cli_renders_the_latest_complete_quarter(published, tmp_path):
     assert res.exit_code == 0, res.output
     assert (out / QUARTER / "talent-report.html").is_file()
     assert (out / QUARTER / "talent-report.pdf").is_file()
+
+
+def test_worked_example_comparison_fits_one_line(report):
+    # worked-example fixture: measured 300,000 over 1 Jan 2025 - 30 Sep 2026 (638 days)
+    text = _plain(report["text"])
+    per_year = round(300_000 / (638 / 365.25))
+    assert (
+        "The seed's worked example turns $145,000 into $675,000 a year; this company's measured "
+        f"return is ${per_year:,} a year. The data support its downtime avoided and contractor cost "
+        "avoided, not its efficiency and faster deployment." in text
+    )

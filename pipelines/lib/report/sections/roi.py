@@ -315,7 +315,35 @@ def _worked_table(f: RoiFacts, w: WorkedExample) -> Table:
         "Against the seed's worked example (100 GPUs, per year)",
         ["Item", "Worked example", "This company, per year", "Reading"],
         rows,
+        total=[
+            "Return counted",
+            fig("we-return", usd(sum(w.items.values()))),
+            fig("we-measured-per-year", usd(per_year(f.measured))),
+            "measured returns only",
+        ],
         key="roi-worked-example",
+    )
+
+
+def _worked_line(f: RoiFacts, w: WorkedExample) -> Markup:
+    """The comparison in one sentence: which of the example's claims the data support."""
+    here = {i.item: i for i in f.items}
+
+    def label(k: str) -> str:
+        return (here[k].label if k in here else nice(k)).lower()
+
+    claims = [k for k, v in w.items.items() if v]
+    yes = [k for k in claims if k in here and here[k].kind == "measured" and here[k].amount > 0]
+    supported = [label(k) for k in yes]
+    other = [label(k) for k in claims if k not in yes]
+    return sentence(
+        " The seed's worked example turns {inv} into {ret} a year; this company's measured "
+        "return is {here} a year. The data support its {yes}{no}.",
+        inv=usd(w.investment),
+        ret=fig("we-return", usd(sum(w.items.values()))),
+        here=fig("we-measured-per-year", usd(f.measured / f.years if f.years else f.measured)),
+        yes=" and ".join(supported) or "no claim",
+        no=f", not its {' and '.join(other)}" if other else "",
     )
 
 
@@ -428,6 +456,7 @@ def roi_section(
             first.append(_stated_table(facts))
         if worked_example is not None:
             first.append(_worked_table(facts, worked_example))
+            section.lead += _worked_line(facts, worked_example)
         section.tables[:0] = first
         tornado = _tornado(sens, facts)
         if tornado:
