@@ -404,7 +404,7 @@ def _lead(f: RoiFacts) -> Markup:
         else ""
     )
     text = sentence(
-        " Measured return over {window}: {m}{rng} on {inv} invested, a net ROI of {roi}.",
+        "Measured return over {window}: {m}{rng} on {inv} invested, a net ROI of {roi}.",
         window=f.window or "the data window",
         m=fig("roi-measured", usd(f.measured)),
         rng=rng,
@@ -438,7 +438,7 @@ def roi_section(
     effects: dict[str, Effect],
     worked_example: WorkedExample | None = None,
 ) -> tuple[Section, RoiFacts]:
-    sid, title = "roi", "Training spend and return on investment"
+    sid, title = "roi", "Return on investment and training spend"
     section, facts = Section(sid, title), RoiFacts()
     _spend(marts, q, thr, facts, section)
     summ, sens = marts.get("roi_summary"), marts.get("roi_sensitivity")
@@ -450,13 +450,14 @@ def roi_section(
     else:
         _items(summ, effects, facts)
         facts.items = _ranges(facts.items, sens, facts)
-        section.lead = Markup(section.lead) + _lead(facts)
-        first = [_measured_table(facts)]  # the measured return leads, spend details follow
+        lead = _lead(facts)  # what was measured comes first, the spend details after
+        first = [_measured_table(facts)]
         if facts.of("stated"):
             first.append(_stated_table(facts))
         if worked_example is not None:
             first.append(_worked_table(facts, worked_example))
-            section.lead += _worked_line(facts, worked_example)
+            lead += _worked_line(facts, worked_example)
+        section.lead = lead + (Markup(" ") + section.lead if section.lead else "")
         section.tables[:0] = first
         tornado = _tornado(sens, facts)
         if tornado:
