@@ -8,6 +8,9 @@ poppler; they skip only when Chromium is absent outside CI.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html as htmllib
 import os
 import re
 import shutil
@@ -22,7 +25,7 @@ import pytest
 from pipelines.lib.report import latest_complete_quarter, render_report
 from pipelines.lib.report.data import REPORT_TABLES, load_marts
 from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.render import build_context, render_html
+from pipelines.lib.report.render import build_context, load_inputs, render_html
 
 QUARTER = "2026-Q3"
 # team -> (cluster GPUs, fleet size class, headcount, expiring next 90 days)
@@ -34,13 +37,14 @@ TEAMS = {
 }
 MONTHS = [date(2025 + (i // 12), i % 12 + 1, 1) for i in range(21)]  # Jan 2025 .. Sep 2026
 SECTION_CHARTS = {  # section id -> charts the fixture must produce there
-    "coverage": 2,
-    "gaps": 1,
+    "coverage": 2,  # trend, teams against target
+    "gaps": 0,  # the table says it all
     "expiring": 1,
-    "attrition": 2,
-    "incidents": 2,
-    "roi": 4,  # spend, measured waterfall, stated-values waterfall, tornado
-    "composition": 2,
+    "attrition": 1,  # trend; the groups' rates and intervals are in the table
+    "incidents": 0,  # the rates are in the table; the month-by-month chart is in the method
+    "roi": 0,  # tables: measured return first; the tornado is in the method
+    "composition": 2,  # teams against template, level mix
+    "method": 2,  # incident rate by month relative to certification, ROI tornado
 }
 
 
@@ -50,9 +54,9 @@ def _compliance(m: date) -> float:
     return planted.get(m, 0.20 + 0.012 * MONTHS.index(m))
 
 
-def _coverage() -> pd.DataFrame:
+def _coverage(teams: dict = TEAMS) -> pd.DataFrame:
     rows = []
-    total = sum(t[2] for t in TEAMS.values())
+    total = sum(t[2] for t in teams.values())
     for m in MONTHS:
         comp = _compliance(m)
         rows.append(
@@ -65,15 +69,15 @@ def _coverage() -> pd.DataFrame:
                 fully_compliant_headcount=round(total * comp),
                 coverage_share=min(comp + 0.2, 1),
                 compliance_share=comp,
-                expiring_next_90d=sum(t[3] for t in TEAMS.values()),
+                expiring_next_90d=sum(t[3] for t in teams.values()),
                 median_months_to_first_cert=9.0,
                 exam_attempts=6,
                 exam_passes=4,
                 exam_pass_rate=4 / 6,
             )
         )
-        for i, (team, (_, _, hc, exp)) in enumerate(TEAMS.items()):
-            share = min(1.0, comp + 0.05 * (i - 1))
+        for i, (team, (_, _, hc, exp)) in enumerate(teams.items()):
+            share = max(0.0, min(1.0, comp + 0.05 * (i % 7 - 1)))
             rows.append(
                 dict(
                     month=m,
@@ -279,11 +283,11 @@ def _training_spend() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _composition() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _composition(teams: dict = TEAMS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     comp, mix, fleet = [], [], []
     roles = ("infrastructure_lead", "operations_engineer", "network_specialist", "senior_engineer")
     for m in MONTHS:
-        for team, (gpus, size, hc, _) in TEAMS.items():
+        for team, (gpus, size, hc, _) in teams.items():
             split = [1, hc - 2 - (hc > 5) * 1, 1, (hc > 5) * 1] if hc > 3 else [1, 1, 1, 0]
             for role, n in zip(roles, split, strict=True):
                 comp.append(
@@ -349,6 +353,7 @@ def _roi() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                 ("faster_deployment_usd_per_gpu_year", 2.6, 4.6),
                 ("contractor_rate_usd_per_hour", 2.9, 4.3),
                 ("incident_rate_ratio", 3.3, 4.0),
+                ("certification_effect CI (both ratios)", 3.2, 4.1),
             )
         ]
     )
@@ -370,12 +375,19 @@ def _roi() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return summary, sens, by_period
 
 
-def build_published_fixture(path: Path, *, with_roi: bool = True) -> Path:
+def build_published_fixture(
+    path: Path,
+    *,
+    with_roi: bool = True,
+    teams: dict = TEAMS,
+    effects: pd.DataFrame | None = None,
+) -> Path:
     """A published warehouse file with the report's marts in schema `marts`."""
     eff, es = _effects()
-    comp, mix, fleet = _composition()
+    eff = eff if effects is None else effects
+    comp, mix, fleet = _composition(teams)
     tables = {
-        "certification_coverage": _coverage(),
+        "certification_coverage": _coverage(teams),
         "attrition": _attrition(),
         "incident_rates": _incident_rates(),
         "certification_effect": eff,
@@ -404,8 +416,12 @@ def published(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(published) -> dict:
     """The HTML alone (no PDF): what the content tests read, fast enough for every run."""
-    context = build_context(load_marts(published), Quarter.parse(QUARTER), 5, 0.8)
-    return {"text": render_html(context), "headlines": context["headlines"]}
+    context = build_context(load_marts(published), Quarter.parse(QUARTER), 5, 0.8, load_inputs())
+    return {
+        "text": render_html(context),
+        "headlines": context["headlines"],
+        "actions": context["actions"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -418,12 +434,12 @@ def rendered(published, tmp_path_factory) -> dict:
 
 def _table_rows(html: str, key: str) -> dict[str, list[str]]:
     """Row header -> cell texts of the table with data-table=key."""
-    block = re.search(rf'<table data-table="{key}">(.*?)</table>', html, re.S)
+    block = re.search(rf'<table data-table="{key}"[^>]*>(.*?)</table>', html, re.S)
     assert block, f"table {key} missing"
     rows = {}
     for tr in re.findall(r"<tr>(.*?)</tr>", block.group(1), re.S):
         cells = [
-            re.sub(r"<[^>]+>", "", c).replace("&lt;", "<").strip()
+            htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip()
             for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)
         ]
         rows[cells[0]] = cells[1:]
@@ -437,22 +453,82 @@ def test_report_files_land_in_the_quarter_folder(rendered):
     assert Path(rendered["pdf"]).read_bytes()[:5] == b"%PDF-"
     assert all(rendered["sections"].values()), rendered["sections"]
     # the HTML on disk is the one the content tests read, plus the PDF beside it
-    assert "Coverage of required certifications rose from 41.0 % to 48.0 %" in rendered["text"]
-
-
-def test_headline_states_the_planted_coverage_change(report):
-    assert (
-        "Coverage of required certifications rose from 41.0 % to 48.0 % this quarter, "
-        "32.0 points below the 80 % target" in report["text"]
+    assert "48.0 % of engineers hold every certification their role requires" in _plain(
+        rendered["text"]
     )
-    # incident_rate_ratio 0.72 (0.58-0.89) planted in the fixture reads as 28 % fewer, with
-    # its interval in the same words and the naive 0.95 beside it
-    incidents = next(h for h in report["headlines"] if h.startswith("Incidents:"))
-    assert "28 % fewer incidents per engineer-month" in incidents
-    assert "95 % CI 11–42 % fewer" in incidents and "says 5 % fewer (0.95)" in incidents
-    # the attrition hazard interval (0.35-1.15) spans 1: the headline must say so
-    hazard = next(h for h in report["headlines"] if h.startswith("Voluntary attrition:"))
-    assert "not yet conclusive" in hazard
+
+
+def _tile(html: str, label: str) -> str:
+    block = re.search(
+        rf'<div class="tile-label">{re.escape(label)}</div>(.*?)</div>\s*</div>', html, re.S
+    )
+    assert block, f"tile {label} missing"
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", block.group(1))).strip()
+
+
+def test_page_one_tile_states_the_planted_coverage_change(report):
+    # compliance planted at 0.41 (2026-Q2) and 0.48 (2026-Q3); 2025-Q3 is 0.20 + 0.012 x 8
+    tile = _tile(report["text"], "Meet required certifications")
+    assert tile.startswith("48.0 %")
+    assert "vs 2026-Q2: +7.0 pts" in tile and "vs 2025-Q3: +18.4 pts" in tile
+    assert "off target (at least 80.0 %)" in tile
+
+
+def test_page_one_findings_and_actions_carry_their_figures(report):
+    first = _plain(report["headlines"][0])
+    assert first == (
+        "48.0 % of engineers hold every certification their role requires, 32.0 points below "
+        "the 80 % target (41.0 % a quarter ago)."
+    )
+    actions = [_plain(a) for a in report["actions"]]
+    assert any(a.startswith("Budget 8 certification renewals due by 29 Dec 2026") for a in actions)
+    # renewals priced at the year's exam spend per attempt: 4 x 3,600 / (4 x 9) = 400 USD
+    assert any("about $3,200 at this year's exam spend of $400 per attempt" in a for a in actions)
+    # the method words stay out of page 1
+    cover = _plain(report["text"].split('<nav class="toc"')[0])
+    for word in ("pre-trend", "Pre-trend", "naive", "immortal"):
+        assert word not in cover
+
+
+def test_effects_read_as_findings_only_when_the_interval_excludes_one(report):
+    text = _plain(report["text"])
+    # incident_rate_ratio 0.72 (0.58-0.89) planted: a finding, with its plain comparison 0.95
+    assert (
+        "Incidents: 28 % fewer incidents per engineer-month while certified than comparable "
+        "colleagues not yet certified (ratio 0.72, 95 % interval 0.58–0.89)" in text
+    )
+    assert "a plain before/after comparison would say 0.95" in text
+    # the attrition hazard interval (0.35-1.15) includes 1: no effect claimed
+    assert "Voluntary attrition: the data do not show an effect of certification" in text
+
+
+def assert_figures_agree(html: str) -> set[str]:
+    """Each figure tagged in a sentence or tile prints the same wherever its key appears, and
+    every key quoted outside a table is also printed in a table. Returns the keys quoted."""
+    found = re.findall(r'data-figure="([^"]+)">([^<]*)<', html)
+    texts: dict[str, set[str]] = {}
+    for key, text in found:
+        texts.setdefault(key, set()).add(text)
+    assert {k: v for k, v in texts.items() if len(v) > 1} == {}
+    in_tables = set()
+    for block in re.findall(r"<table.*?</table>", html, re.S):
+        in_tables |= set(re.findall(r'data-figure="([^"]+)"', block))
+    outside = set(
+        re.findall(r'data-figure="([^"]+)"', re.sub(r"<table.*?</table>", "", html, flags=re.S))
+    )
+    assert outside <= in_tables, outside - in_tables
+    return outside
+
+
+def test_every_figure_quoted_in_text_equals_its_table(report):
+    quoted = assert_figures_agree(report["text"])
+    for key in ("compliance", "attrition-12m", "incident-rate", "mttr-median", "spend"):
+        assert key in quoted
+    assert len(quoted) > 15
+
+
+def _plain(text: object) -> str:
+    return htmllib.unescape(re.sub(r"<[^>]+>", "", str(text)))
 
 
 def test_person_level_tables_are_never_read(tmp_path):
@@ -485,39 +561,59 @@ def test_small_training_programme_is_hidden_with_its_complement(report):
     assert spend["Online"][2] == "$9,000"
 
 
-def test_roi_follows_the_worked_example(report):
-    assert "Net ROI over the window: 365 %" in report["text"]
-    assert "gross return multiple: 465 %" in report["text"]
-    roi = _table_rows(report["text"], "roi-summary")
-    assert roi["Net"] == ["return $675,000 − investment $145,000", "$530,000"]
+def test_roi_leads_with_the_measured_return(report):
+    # worked example items: measured = downtime 100,000 + contractor 200,000 on 145,000 invested
+    # -> (300,000 - 145,000) / 145,000 = 1.069 -> 106 % (rounded down); never the 365 % that
+    # adds efficiency and faster deployment
+    roi = _table_rows(report["text"], "roi-measured")
+    assert roi["Measured return"][1].startswith("$300,000")
+    assert roi["Investment"][1] == "$145,000"
+    assert roi["Net ROI on measured returns"][1] == "106 %"
+    # the effect-interval row moves net ROI to 3.2 / 4.1 with all items: measured return
+    # = (ROI + 1) x 145,000 - 375,000 stated = 234,000 / 364,500
+    assert roi["Measured return"][1].endswith("($234k–$364k)")
+    section = report["text"].split('<section id="roi"')[1].split("</section>")[0]
+    assert "365 %" not in section and "465 %" not in section
 
 
-def test_roi_is_also_shown_without_the_stated_per_gpu_values(report):
-    # worked example without efficiency (75,000) and faster deployment (300,000):
-    # (100,000 + 200,000 − 145,000) / 145,000 = 1.069 → 106 % (rounded down)
+def test_stated_values_stand_apart_as_a_range(report):
     stated = _table_rows(report["text"], "roi-stated")
-    without = next(v for k, v in stated.items() if k.startswith("Without"))
-    assert without == ["$300,000", "$145,000", "$155,000", "106 %"]
-    roi = next(h for h in report["headlines"] if h.startswith("Net ROI"))
-    assert "365 %" in roi and "the net ROI is 106 %" in roi
-    assert 'data-chart="roi-waterfall-stated"' in report["text"]
+    # faster deployment at the assumption's low / high moves ROI to 2.6 / 4.6 around 3.655:
+    # 300,000 + (2.6 - 3.655) x 145,000 = 147,025 and 300,000 + 0.945 x 145,000 = 437,025
+    assert stated["Faster deployment"] == ["$300,000", "$147k–$437k"]
+    assert stated["Efficiency"] == ["$75,000", "$75k–$75k"]
+    text = _plain(report["text"])
+    assert "Not counted: efficiency and faster deployment, valued at $222k to $512k" in text
+
+
+def test_worked_example_line_says_which_claims_the_data_support(report):
+    rows = _table_rows(report["text"], "roi-worked-example")
+    assert rows["Investment"][0] == "$145,000"
+    assert rows["Faster deployment"][0] == "$300,000"
+    assert rows["Faster deployment"][2] == "assumption only: not measured here"
+    assert rows["Contractor cost avoided"][2] == "supported by this company's data"
 
 
 def test_event_study_leaves_out_months_with_few_engineers(report):
     assert "1 relative months with fewer than 5 engineers are left out" in report["text"]
 
 
-def test_naive_figure_and_caveat_sit_beside_the_estimate(report):
+def test_plain_figure_and_caveat_sit_beside_the_estimate(report):
     effects = _table_rows(report["text"], "effects")
-    assert effects["Incident rate"][0] == "0.72 (0.58–0.89)"
-    assert effects["Incident rate"][1] == "0.95"
+    assert effects["Incidents"][:3] == ["0.72 (0.58–0.89)", "shows an effect", "0.95"]
+    assert effects["Voluntary attrition"][:3] == ["0.64 (0.35–1.15)", "no effect shown", "0.40"]
     assert "not proof of cause" in report["text"]
 
 
 def test_report_is_self_contained(report):
     html = report["text"]
     assert not re.search(r'(src|href)="(https?:)?//', html)
-    assert "@import" not in html and "<script" not in html and "<link" not in html
+    assert "@import" not in html and "<link" not in html
+    # one inline script (table sorting), allowed by its hash in the page's CSP, no source
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S)
+    assert len(scripts) == 1 and scripts[0][0] == ""
+    digest = base64.b64encode(hashlib.sha256(scripts[0][1].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html
 
 
 def test_latest_complete_quarter_comes_from_the_last_month(published):
@@ -525,15 +621,23 @@ def test_latest_complete_quarter_comes_from_the_last_month(published):
 
 
 def test_an_incomplete_quarter_is_refused_with_advice(published, tmp_path):
-    with pytest.raises(ValueError, match=r"data ends in 2026-09.*Latest complete quarter: 2026-Q3"):
+    with pytest.raises(
+        ValueError, match=r"cover 2025-01 to 2026-09.*Latest complete quarter: 2026-Q3"
+    ):
         render_report(published, "2026-Q4", tmp_path)
+
+
+def test_a_quarter_before_the_data_is_refused_with_the_range(published, tmp_path):
+    with pytest.raises(ValueError, match=r"complete quarters are 2025-Q1 to 2026-Q3"):
+        render_report(published, "2019-Q2", tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_missing_roi_tables_read_as_not_available(tmp_path):
     db = build_published_fixture(tmp_path / "talent.duckdb", with_roi=False)
     html = render_html(build_context(load_marts(db), Quarter.parse(QUARTER), 5, 0.8))
     assert "ROI: not available" in html
-    assert 'data-chart="roi-waterfall"' not in html
+    assert 'data-table="roi-measured"' not in html
 
 
 def test_missing_warehouse_is_explained(tmp_path):
@@ -654,3 +758,14 @@ def test_cli_renders_the_latest_complete_quarter(published, tmp_path):
     assert res.exit_code == 0, res.output
     assert (out / QUARTER / "talent-report.html").is_file()
     assert (out / QUARTER / "talent-report.pdf").is_file()
+
+
+def test_worked_example_comparison_fits_one_line(report):
+    # worked-example fixture: measured 300,000 over 1 Jan 2025 - 30 Sep 2026 (638 days)
+    text = _plain(report["text"])
+    per_year = round(300_000 / (638 / 365.25))
+    assert (
+        "The seed's worked example turns $145,000 into $675,000 a year; this company's measured "
+        f"return is ${per_year:,} a year. The data support its downtime avoided and contractor cost "
+        "avoided, not its efficiency and faster deployment." in text
+    )

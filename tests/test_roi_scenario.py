@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.lib.roi import (
+    DEFAULT_ASSUMPTIONS_PATH,
     RoiInputError,
     base_params,
     floor_percent,
@@ -27,7 +28,7 @@ WORKED = SCENARIOS / "worked-example.yaml"
 
 @pytest.fixture(scope="module")
 def params() -> dict[str, float]:
-    return base_params(load_assumptions())
+    return base_params(load_assumptions(DEFAULT_ASSUMPTIONS_PATH))
 
 
 # --- the worked example of seed-facts.md, through the command line --------------------------
@@ -241,3 +242,32 @@ def test_sensitivity_base_column_is_the_base_roi():
     assert row["roi_at_low"] < row["base_roi"] < row["roi_at_high"]
     # 100 USD/h less margin on 869.57 h lowers the return by 86,956.52
     assert row["roi_at_low"] == pytest.approx((530_000 - 100 * 200_000 / 230) / 145_000)
+
+
+def test_assumptions_are_read_from_the_path_given(tmp_path):
+    own = tmp_path / "assumptions.yaml"
+    own.write_text(
+        "assumptions:\n"
+        "  downtime_cost_usd_per_gpu_hour:\n"
+        "    {unit: USD/GPU-hour, source: customer estimate, low: 1, base: 2, high: 3}\n",
+        encoding="utf-8",
+    )
+    loaded = load_assumptions(own)
+    assert list(loaded) == ["downtime_cost_usd_per_gpu_hour"]
+    assert loaded["downtime_cost_usd_per_gpu_hour"].base == 2
+    with pytest.raises(TypeError):
+        load_assumptions()  # type: ignore[call-arg]  # no hidden default: the caller names it
+
+
+def test_voluntary_exits_avoided_follow_the_hazard_ratio(tmp_path):
+    f = tmp_path / "exits.yaml"
+    f.write_text(
+        "name: exits\nquantities:\n"
+        "  baseline_voluntary_exits: {value: 10, basis: given}\n"
+        "assumptions:\n"
+        "  attrition_hazard_ratio: {base: 0.7}\n"
+        "  replacement_cost_usd_per_exit: {base: 100000}\n"
+    )
+    items = {i["item"]: i["amount_usd"] for i in run_scenario(load_scenario(f))["items"]}
+    # certified engineers leave at 0.7 x the baseline: 10 x (1 - 0.7) = 3 exits avoided
+    assert items["attrition_cost_avoided"] == pytest.approx(3 * 100_000)

@@ -11,7 +11,14 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pipelines.defs.roi import roi_tables
-from pipelines.lib.roi import RoiInputError, base_params, load_assumptions, read_marts, write_tables
+from pipelines.lib.roi import (
+    DEFAULT_ASSUMPTIONS_PATH,
+    RoiInputError,
+    base_params,
+    load_assumptions,
+    read_marts,
+    write_tables,
+)
 from pipelines.lib.roi.warehouse import (
     build_roi_tables,
     contractor_drivers,
@@ -74,6 +81,20 @@ def _marts() -> dict[str, pl.LazyFrame]:
                 "coverage_share": [0.5, 0.9, 1.0, 0.25],
             }
         ),
+        "attrition": pl.LazyFrame(
+            {
+                "period_type": ["quarter", "quarter", "quarter", "month"],
+                "period_start": [Q1, Q1, Q2, Q1],
+                "segment_type": [
+                    "certification_status",
+                    "certification_status",
+                    "all",
+                    "certification_status",
+                ],
+                "segment_value": ["certified", "not_certified", "all", "certified"],
+                "voluntary_separations": [3, 9, 12, 1],
+            }
+        ),  # fmt: skip
         "certification_effect": pl.LazyFrame(
             {
                 "metric": ["incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"],
@@ -87,7 +108,7 @@ def _marts() -> dict[str, pl.LazyFrame]:
 
 @pytest.fixture(scope="module")
 def assumptions():
-    return load_assumptions()
+    return load_assumptions(DEFAULT_ASSUMPTIONS_PATH)
 
 
 # --- pure Polars jobs on tiny frames ----------------------------------------------------------
@@ -171,6 +192,11 @@ def test_tables_from_tiny_marts_match_a_hand_calculation(assumptions):
         100 * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"])
     )
     assert by_item["vendor_discounts"] == -1000
+    # attrition: 3 certified voluntary exits x (1 / 0.6 - 1) x replacement cost per exit; the
+    # monthly row and the uncertified and all-engineer rows are not counted
+    assert by_item["attrition_cost_avoided"] == pytest.approx(
+        3 * (1 / 0.6 - 1) * p["replacement_cost_usd_per_exit"]
+    )
     assert by_item["efficiency"] == pytest.approx(
         20 * p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"]
     )
@@ -303,3 +329,50 @@ def test_larger_measured_effect_never_lowers_downtime_avoided(assumptions):
             for row in range(3):
                 values = [c[row] for c in cols]
                 assert values == sorted(values, reverse=True), (name, fixed, row)
+
+
+def _with_effect(**incident) -> dict:
+    marts = _marts()
+    eff = marts["certification_effect"].collect()
+    row = {"metric": "incident_rate_ratio", "estimate": 0.8, "ci_low": 0.6, "ci_high": 1.1}
+    row.update(incident)
+    others = eff.filter(pl.col("metric") != "incident_rate_ratio")
+    marts["certification_effect"] = pl.concat(
+        [others, pl.DataFrame([row])], how="diagonal_relaxed"
+    ).lazy()
+    return marts
+
+
+@pytest.mark.parametrize(
+    "incident, reason",
+    [
+        # the mart's newer contract: flagged, with its reason
+        (
+            {
+                "estimate": None,
+                "ci_low": None,
+                "ci_high": None,
+                "estimable": False,
+                "not_estimable_reason": "too few incidents before certification",
+            },
+            "too few incidents before certification",
+        ),
+        # the older contract: an infinite interval is not an estimate
+        ({"ci_high": float("inf")}, "no estimate with a finite interval"),
+    ],
+)
+def test_a_non_estimable_effect_prices_no_return(assumptions, incident, reason):
+    tables = build_roi_tables(_with_effect(**incident), assumptions)
+    rows = {r["item"]: r for r in tables["roi_summary"].iter_rows(named=True)}
+    downtime = rows["downtime_avoided"]
+    assert downtime["amount_usd"] is None and downtime["status"] == "unavailable"
+    assert reason in downtime["note"] and "incident rate ratio" in downtime["note"]
+    # the other lines are priced as before: contractor is measured, the per-GPU values stated
+    p = base_params(assumptions)
+    assert rows["contractor_cost_avoided"]["status"] == "measured"
+    assert rows["contractor_cost_avoided"]["amount_usd"] == pytest.approx(
+        100 * (p["contractor_rate_usd_per_hour"] - p["employee_rate_usd_per_hour"])
+    )
+    assert rows["efficiency"]["status"] == "stated"
+    # and no quarter books downtime avoided on a ratio nobody estimated
+    assert tables["roi_by_period"]["downtime_avoided_usd"].abs().sum() == 0

@@ -40,6 +40,7 @@ def command(
             s.reports_dir,
             min_group_size=s.min_group_size,
             coverage_target=coverage_target,
+            assumptions_path=s.assumptions_file,
         )
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"talent report: {exc}", err=True)

@@ -53,7 +53,13 @@ def quarterly_talent_report(
 
     s = talent.settings
     quarter = quarter_of_partition(context.partition_key)
-    result = render_report(s.published_db, quarter, s.reports_dir, min_group_size=s.min_group_size)
+    result = render_report(
+        s.published_db,
+        quarter,
+        s.reports_dir,
+        min_group_size=s.min_group_size,
+        assumptions_path=s.assumptions_file,
+    )
     context.log.info("Rendered %s to %s", quarter, result["html"])
     return dg.MaterializeResult(
         metadata={

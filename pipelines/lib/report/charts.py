@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import math
 import re
 from collections.abc import Sequence
 
@@ -19,6 +18,9 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+
+from pipelines.lib.report.fmt import money as _money  # noqa: E402
+from pipelines.lib.report.fmt import roi_pct  # noqa: E402
 
 OKABE_ITO = {
     "blue": "#0072B2",
@@ -102,7 +104,7 @@ def line_chart(
 ) -> str:
     """Lines over time, each with its own marker and dash, labelled at its last point."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.9))
+        fig, ax = plt.subplots(figsize=(7.2, 2.5))
         idx = list(range(len(x)))
         for i, (label, ys) in enumerate(series.items()):
             pts = [(j, y) for j, y in zip(idx, ys, strict=True) if y is not None and y == y]
@@ -213,70 +215,7 @@ def bar_chart(
 
 def _row_height(rows: int) -> float:
     """Inches per bar: roomy for a handful of rows, compact for a chart of every team."""
-    return 0.42 if rows <= 10 else 0.26
-
-
-def interval_chart(
-    name: str,
-    groups: Sequence[str],
-    points: Sequence[tuple[float, float, float] | None],
-    *,
-    title: str,
-    percent: bool = True,
-    xlabel: str = "",
-    reference: float | None = None,
-    reference_label: str = "",
-    rows_per_colour: int = 1,
-) -> str:
-    """Point estimates with 95 % intervals, one per row; a hidden group shows its label only.
-    `rows_per_colour` > 1 keeps consecutive rows of one group in one colour (marker differs)."""
-    with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.45 * max(3, len(groups)) + 0.8))
-        ys = list(range(len(groups)))[::-1]
-        hi_all = [p[2] for p in points if p] + [reference or 0, 1e-9]
-        for i, (y, p) in enumerate(zip(ys, points, strict=True)):
-            if p is None:
-                ax.text(
-                    0,
-                    y,
-                    "  hidden: group below the minimum size",
-                    va="center",
-                    fontsize=8,
-                    style="italic",
-                )
-                continue
-            est, lo, hi = p
-            colour = OKABE_ITO[SERIES[(i // rows_per_colour) % len(SERIES)]]
-            ax.errorbar(
-                [est],
-                [y],
-                xerr=[[est - lo], [hi - est]],
-                fmt=MARKERS[i % rows_per_colour if rows_per_colour > 1 else i % 6],
-                color=colour,
-                capsize=4,
-                markersize=6,
-                linewidth=1.6,
-            )
-            d = 2 if hi < 10 else 1
-            text = (
-                f"{est * 100:.1f} % ({lo * 100:.1f}–{hi * 100:.1f})"
-                if percent
-                else f"{est:.{d}f} ({lo:.{d}f}–{hi:.{d}f})"
-            )
-            ax.text(hi, y + 0.22, "  " + text, va="bottom", fontsize=8)
-        if reference is not None:
-            ax.axvline(reference, color=OKABE_ITO["black"], linestyle=":", linewidth=1)
-            if reference_label:
-                ax.text(reference, ys[0] + 0.5, f" {reference_label}", fontsize=8, va="bottom")
-        ax.set_yticks(ys, list(groups))
-        ax.set_ylim(-0.7, len(groups) - 0.1 + 0.4)
-        ax.set_xlim(0, max(hi_all) * 1.35)  # rates and shares: the axis starts at zero
-        ax.grid(axis="y", visible=False)
-        if percent:
-            _pct(ax, "x")
-        ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        return _svg(fig, name)
+    return 0.32 if rows <= 10 else 0.26
 
 
 def event_study_chart(
@@ -291,7 +230,7 @@ def event_study_chart(
     """Rate ratio by month relative to certification with its 95 % band; 1 = no change vs the
     month before certifying (month −1, the reference)."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.9))
+        fig, ax = plt.subplots(figsize=(7.2, 2.5))
         ax.fill_between(
             relative_months,
             ci_low,
@@ -324,79 +263,6 @@ def event_study_chart(
         return _svg(fig, name)
 
 
-def waterfall_chart(
-    name: str,
-    steps: Sequence[tuple[str, float]],
-    *,
-    title: str,
-    total_label: str = "net",
-    start: tuple[str, float] | None = None,
-) -> str:
-    """Investment (negative) and returns (positive) stacked to the net result, one row per item
-    read top to bottom, so long item names stay horizontal and readable. Falls and rises differ
-    by colour and hatch, each bar carries its value. `start` opens the chart with a total
-    carried over from another chart (e.g. the net before the stated returns)."""
-    rows = len(steps) + 1 + (1 if start else 0)
-    with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.3 * rows + 1.0))
-        running, y = 0.0, 0
-        ticks: list[int] = []
-        labels: list[str] = []
-        ends: list[float] = [0.0]
-
-        def total_bar(value: float, label: str, colour: str) -> None:
-            nonlocal y
-            ax.barh(-y, value, color=OKABE_ITO[colour], height=0.62)
-            # a negative total is labelled right of zero, where no other bar is drawn
-            ax.text(
-                max(value, 0),
-                -y,
-                f" {_money(value)}",
-                ha="left",
-                va="center",
-                fontsize=7.5,
-                fontweight="bold",
-            )
-            ticks.append(-y)
-            labels.append(label)
-            ends.append(value)
-            y += 1
-
-        if start is not None:
-            total_bar(start[1], start[0], "sky")
-            running = start[1]
-        for label, value in steps:
-            up = value >= 0
-            left = running if up else running + value
-            ax.barh(
-                -y,
-                abs(value),
-                left=left,
-                color=OKABE_ITO["green" if up else "vermillion"],
-                hatch="" if up else "//",
-                edgecolor="white",
-                height=0.62,
-            )
-            ax.text(
-                left + abs(value), -y, " " + _money(value), ha="left", va="center", fontsize=7.5
-            )
-            running += value
-            ends.append(running)
-            ticks.append(-y)
-            labels.append(label)
-            y += 1
-        total_bar(running, total_label, "blue")
-        ax.axvline(0, color="#444444", linewidth=0.8)
-        ax.set_yticks(ticks, labels, fontsize=8)
-        lo, hi = min(ends), max(ends)
-        pad = (hi - lo) * 0.16 or 1.0
-        ax.set_xlim(lo - (pad * 0.5 if lo < 0 else 0), hi + pad)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _money(v)))
-        ax.grid(axis="y", visible=False)
-        ax.set_title(title)
-        return _svg(fig, name)
-
-
 def tornado_chart(
     name: str,
     rows: Sequence[tuple[str, float, float]],
@@ -408,8 +274,8 @@ def tornado_chart(
     """Each assumption's low and high case as a bar around the base result, widest on top."""
     rows = sorted(rows, key=lambda r: abs(r[2] - r[1]))
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.42 * max(3, len(rows)) + 1.0))
-        fmt = (lambda v: f"{math.floor(v * 100 + 1e-9):,} %") if percent else _money
+        fig, ax = plt.subplots(figsize=(7.2, 0.3 * max(3, len(rows)) + 1.0))
+        fmt = roi_pct if percent else _money
         for y, (label, low, high) in enumerate(rows):
             ax.barh(
                 y,
@@ -447,13 +313,3 @@ def tornado_chart(
         ax.legend(loc="lower right", fontsize=8)
         ax.set_title(f"{title} (base {fmt(base)})")
         return _svg(fig, name)
-
-
-def _money(v: float) -> str:
-    a = abs(v)
-    sign = "−" if v < 0 else ""
-    if a >= 1e6:
-        return f"{sign}${a / 1e6:,.0f}M" if a % 1e6 == 0 else f"{sign}${a / 1e6:,.2f}M"
-    if a >= 1e3:
-        return f"{sign}${a / 1e3:,.0f}k"
-    return f"{sign}${a:,.0f}"

@@ -85,15 +85,21 @@ def _as_date(v: object) -> object:
         return v
 
 
-def last_data_month(marts: Marts) -> date | None:
-    """The last month the warehouse covers, from the monthly marts."""
+def data_months(marts: Marts) -> tuple[date, date] | None:
+    """The first and last month the warehouse covers, from the monthly marts."""
     months: list[date] = []
     cov = marts.get("certification_coverage")
     if cov is not None and len(cov):
-        months.append(max(cov["month"]))
+        months += [min(cov["month"]), max(cov["month"])]
     att = marts.get("attrition")
     if att is not None and len(att):
         m = att[att["period_type"] == "month"]
         if len(m):
-            months.append(max(m["period_start"]))
-    return max(months) if months else None
+            months += [min(m["period_start"]), max(m["period_start"])]
+    return (min(months), max(months)) if months else None
+
+
+def last_data_month(marts: Marts) -> date | None:
+    """The last month the warehouse covers, from the monthly marts."""
+    months = data_months(marts)
+    return None if months is None else months[1]

@@ -51,9 +51,10 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def load_assumptions(path: Path | str | None = None) -> dict[str, Assumption]:
-    """Read and validate the assumptions file; the default is the project's own file."""
-    path = Path(path) if path else DEFAULT_ASSUMPTIONS_PATH
+def load_assumptions(path: Path | str) -> dict[str, Assumption]:
+    """Read and validate the assumptions file at `path` (the caller names it, e.g. from the
+    settings; `DEFAULT_ASSUMPTIONS_PATH` is the project's own)."""
+    path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:

@@ -60,6 +60,12 @@ def _downtime_factor(p: Params) -> float:
     return 1.0 / product - 1.0
 
 
+def _positive(p: Params, name: str) -> float:
+    if p[name] <= 0:
+        raise ValueError(f"{name} must be positive; check certification_effect or the assumptions")
+    return p[name]
+
+
 LINE_ITEMS: tuple[LineItem, ...] = (
     # --- investment -----------------------------------------------------------------------
     LineItem(
@@ -169,6 +175,21 @@ LINE_ITEMS: tuple[LineItem, ...] = (
         lambda p: (
             _c("certified_downtime_gpu_hours")
             * (_downtime_factor(p) * p["downtime_cost_usd_per_gpu_hour"])
+        ),
+    ),
+    LineItem(
+        "return",
+        "attrition_cost_avoided",
+        "Attrition cost avoided",
+        "certified_voluntary_exits x (1 / attrition_hazard_ratio - 1) x replacement_cost_usd_per_exit",
+        ("certified_voluntary_exits",),
+        ("attrition_hazard_ratio", "replacement_cost_usd_per_exit"),
+        lambda p: (
+            _c("certified_voluntary_exits")
+            * (
+                (1.0 / _positive(p, "attrition_hazard_ratio") - 1.0)
+                * p["replacement_cost_usd_per_exit"]
+            )
         ),
     ),
     LineItem(

@@ -19,6 +19,7 @@ import polars as pl
 import yaml
 
 from pipelines.lib.roi.assumptions import (
+    DEFAULT_ASSUMPTIONS_PATH,
     Assumption,
     RoiInputError,
     apply_overrides,
@@ -39,6 +40,7 @@ QUANTITIES: dict[str, str] = {
     "transition_support_usd": "USD paid for contractor or vendor support while the team learns",
     "baseline_downtime_gpu_hours": "GPU-hours a year lost to incidents handled by the trained engineers, expected without certification",
     "contractor_hours_replaced": "contractor hours a year the trained engineers take over",
+    "baseline_voluntary_exits": "voluntary exits a year among the trained engineers, expected without certification",
     "fleet_gpus": "GPUs in the fleet",
     "certified_share_of_team": "share (0-1) of the infrastructure team certified; default 1 = the whole team",
 }
@@ -120,7 +122,9 @@ def load_scenario(path: Path | str, assumptions_path: Path | str | None = None) 
             f"{path}, quantity 'certified_share_of_team': a share between 0 and 1, got {share}"
         )
     assumptions = apply_overrides(
-        load_assumptions(assumptions_path), doc.get("assumptions") or {}, str(path)
+        load_assumptions(assumptions_path or DEFAULT_ASSUMPTIONS_PATH),
+        doc.get("assumptions") or {},
+        str(path),
     )
     return Scenario(
         name=str(doc["name"]),
@@ -138,7 +142,8 @@ def scenario_drivers(quantities: Mapping[str, float], p: Params) -> pl.LazyFrame
 
     Fees are list prices times participants; the warehouse reads the same drivers from
     training_spend. Downtime: the certified team is observed at baseline x IRR x MTTR, so the
-    shared downtime formula gives avoided = baseline x (1 - IRR x MTTR)."""
+    shared downtime formula gives avoided = baseline x (1 - IRR x MTTR); voluntary exits
+    likewise give avoided = baseline x (1 - hazard ratio)."""
     q = {name: float(quantities.get(name, QUANTITY_DEFAULTS.get(name, 0.0))) for name in QUANTITIES}
     return pl.LazyFrame(
         {
@@ -163,6 +168,9 @@ def scenario_drivers(quantities: Mapping[str, float], p: Params) -> pl.LazyFrame
                 q["baseline_downtime_gpu_hours"] * p["incident_rate_ratio"] * p["mttr_ratio"]
             ],
             "contractor_hours_replaced": [q["contractor_hours_replaced"]],
+            "certified_voluntary_exits": [
+                q["baseline_voluntary_exits"] * p["attrition_hazard_ratio"]
+            ],
             "certified_fleet_gpu_years": [q["fleet_gpus"] * q["certified_share_of_team"]],
         }
     )

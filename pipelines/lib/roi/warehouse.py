@@ -10,17 +10,21 @@ Pure functions over Polars LazyFrames (no Dagster, no DuckDB) plus two thin I/O 
     (return / investment); ratios are null when nothing was invested. Year rows sum the quarters
     of that calendar year present in the data (a partial year is a partial sum).
 `roi_summary` - grain (category, item) over the whole data window: category (investment /
-    return), item, label, amount_usd, formula, inputs (the driver totals and assumption values
-    that produced the amount), period_start, period_end.
+    return), item, label, amount_usd, status (investment / measured / stated: priced from
+    stated per-GPU values / unavailable: rests on an effect that is not estimable, amount null),
+    note (why), formula, inputs (the driver totals and assumption values that produced the
+    amount), period_start, period_end.
 `roi_sensitivity` - grain assumption: assumption, low_value, base_value, high_value,
     roi_at_low, roi_at_high, base_roi (net ROI over the window with every assumption at base),
-    swing; sorted widest first for a tornado chart. The incident-rate and MTTR ratios range over
-    the confidence interval of certification_effect; the row "certification_effect CI (both
-    ratios)" moves both together and gives the ROI interval the estimate's uncertainty implies.
+    swing; sorted widest first for a tornado chart. The incident-rate, MTTR and attrition hazard
+    ratios range over the confidence interval of certification_effect; the row
+    "certification_effect CI (all ratios)" moves them together and gives the ROI interval the
+    estimates' uncertainty implies.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -54,6 +58,13 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
     "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
     "certification_effect": ("metric", "estimate", "ci_low", "ci_high"),
     "certification_coverage": ("month", "segment_type", "coverage_share"),
+    "attrition": (
+        "period_type",
+        "period_start",
+        "segment_type",
+        "segment_value",
+        "voluntary_separations",
+    ),
 }
 OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
 
@@ -112,6 +123,19 @@ def downtime_drivers(incident_downtime: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def attrition_drivers(attrition: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: voluntary exits of engineers certified at the start of the quarter."""
+    return (
+        attrition.filter(
+            (pl.col("period_type") == "quarter")
+            & (pl.col("segment_type") == "certification_status")
+            & (pl.col("segment_value") == "certified")
+        )
+        .group_by(quarter=pl.col("period_start").cast(pl.Date))
+        .agg(certified_voluntary_exits=_f("voluntary_separations").sum())
+    )
+
+
 def contractor_drivers(contractor_costs: pl.LazyFrame, baseline_months: int) -> pl.LazyFrame:
     """Per quarter: contractor hours replaced = sum over months of max(0, baseline - hours),
     baseline = mean monthly hours of the first `baseline_months` months in the data (the level
@@ -161,36 +185,58 @@ def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
     ).sort("quarter")
 
 
-def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, float, float]]:
-    """(ci_low, estimate, ci_high) of the incident-rate and MTTR ratios; errors name the row."""
+EFFECT_METRICS = ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
+# the measured returns priced through an estimated effect, and the effects each rests on
+EFFECT_ITEMS = {
+    "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
+    "attrition_cost_avoided": ("attrition_hazard_ratio",),
+}
+STATED_ITEMS = ("efficiency", "faster_deployment")
+
+
+def _effect_row(certification_effect: pl.DataFrame, metric: str) -> dict:
+    rows = certification_effect.filter(pl.col("metric") == metric)
+    if rows.height != 1:
+        raise RoiInputError(
+            f"marts.certification_effect: expected one row with metric = '{metric}', found "
+            f"{rows.height}; run the statistics asset (marts/certification_effect) first"
+        )
+    return rows.row(0, named=True)
+
+
+def unavailable_effects(certification_effect: pl.DataFrame) -> dict[str, str]:
+    """Metric -> why it is not estimable, for the ratios the ROI prices: flagged so by the mart
+    (`estimable` false, with `not_estimable_reason`) or without a finite positive estimate and
+    interval. Such an effect is never turned into a return."""
     out = {}
-    for metric, param in (
-        ("incident_rate_ratio", "incident_rate_ratio"),
-        ("mttr_ratio", "mttr_ratio"),
-    ):
-        rows = certification_effect.filter(pl.col("metric") == metric)
-        if rows.height != 1:
-            raise RoiInputError(
-                f"marts.certification_effect: expected one row with metric = '{metric}', found "
-                f"{rows.height}; run the statistics asset (marts/certification_effect) first"
-            )
-        r = rows.row(0, named=True)
+    for metric in EFFECT_METRICS:
+        r = _effect_row(certification_effect, metric)
         vals = (r["ci_low"], r["estimate"], r["ci_high"])
-        if any(v is None or v <= 0 for v in vals):
-            raise RoiInputError(
-                f"marts.certification_effect, metric '{metric}': estimate and CI must be positive "
-                f"ratios, got ci_low={r['ci_low']}, estimate={r['estimate']}, ci_high={r['ci_high']}; "
-                "the model cannot price downtime without them"
-            )
-        lo, est, hi = (float(v) for v in vals)
-        out[param] = (min(lo, est), est, max(hi, est))
+        finite = all(v is not None and math.isfinite(v) and v > 0 for v in vals)
+        if r.get("estimable") is False or not finite:
+            out[metric] = str(r.get("not_estimable_reason") or "no estimate with a finite interval")
+    return out
+
+
+def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """(ci_low, estimate, ci_high) of the estimable incident-rate, MTTR and attrition hazard
+    ratios; a metric missing from the mart is an error that names it."""
+    skip = unavailable_effects(certification_effect)
+    out = {}
+    for metric in EFFECT_METRICS:
+        if metric in skip:
+            continue
+        r = _effect_row(certification_effect, metric)
+        lo, est, hi = (float(r[k]) for k in ("ci_low", "estimate", "ci_high"))
+        out[metric] = (min(lo, est), est, max(hi, est))
     return out
 
 
 def warehouse_assumptions(
     assumptions: Mapping[str, Assumption], certification_effect: pl.DataFrame
 ) -> dict[str, Assumption]:
-    """The assumptions with the ratios replaced by the measured effect and its CI."""
+    """The assumptions with the ratios replaced by the measured effect and its CI; a ratio that
+    is not estimable is set to 1 (no effect) so that it prices no return."""
     out = dict(assumptions)
     for name, (lo, est, hi) in effect_params(certification_effect).items():
         out[name] = replace(
@@ -200,7 +246,26 @@ def warehouse_assumptions(
             high=hi,
             basis="marts.certification_effect (estimate, 95 % CI)",
         )
+    unavailable = unavailable_effects(certification_effect)
+    for metrics in EFFECT_ITEMS.values():  # a line resting on one missing effect prices nothing
+        why = "; ".join(f"{m} not estimable: {unavailable[m]}" for m in metrics if m in unavailable)
+        for name in metrics if why else ():
+            out[name] = replace(out[name], low=1.0, base=1.0, high=1.0, basis=why)
     return out
+
+
+def item_status(item: str, category: str, unavailable: Mapping[str, str]) -> tuple[str, str]:
+    """(status, note) of a summary line: investment, measured, stated or unavailable."""
+    if category == "investment":
+        return "investment", ""
+    if item in STATED_ITEMS:
+        return "stated", "priced from stated per-GPU values in the assumptions file"
+    missing = [m for m in EFFECT_ITEMS.get(item, ()) if m in unavailable]
+    if missing:
+        return "unavailable", "; ".join(
+            f"{m.replace('_', ' ')} not estimable: {unavailable[m]}" for m in missing
+        )
+    return "measured", ""
 
 
 def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
@@ -234,8 +299,11 @@ def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     return both.select(cols).sort("period_type", "period_start")
 
 
-def roi_summary(drivers: pl.LazyFrame, params: Params) -> pl.DataFrame:
-    """One row per line item over the whole window, with its formula and priced inputs."""
+def roi_summary(
+    drivers: pl.LazyFrame, params: Params, unavailable: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """One row per line item over the whole window, with its formula, priced inputs and status
+    (investment, measured, stated, unavailable: no amount, the note says why)."""
     window = (
         drivers.select(start=pl.col("quarter").min(), end=pl.col("quarter").max()).collect().row(0)
     )
@@ -254,12 +322,15 @@ def roi_summary(drivers: pl.LazyFrame, params: Params) -> pl.DataFrame:
         inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [
             f"{p}={params[p]:,.6g}" for p in li.params
         ]
+        status, note = item_status(li.item, li.category, unavailable or {})
         rows.append(
             {
                 "category": li.category,
                 "item": li.item,
                 "label": li.label,
-                "amount_usd": result[li.column],
+                "amount_usd": None if status == "unavailable" else result[li.column],
+                "status": status,
+                "note": note,
                 "formula": li.formula,
                 "inputs": "; ".join(inputs),
                 "period_start": window[0],
@@ -273,6 +344,8 @@ def roi_summary(drivers: pl.LazyFrame, params: Params) -> pl.DataFrame:
             "item": pl.String,
             "label": pl.String,
             "amount_usd": pl.Float64,
+            "status": pl.String,
+            "note": pl.String,
             "formula": pl.String,
             "inputs": pl.String,
             "period_start": pl.Date,
@@ -289,15 +362,13 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
     ranges = {
         n: (a.low, a.base, a.high)
         for n, a in assumptions.items()
-        if (n in used and "warehouse" in a.used_by) or n in ("incident_rate_ratio", "mttr_ratio")
+        if (n in used and "warehouse" in a.used_by) or n in EFFECT_METRICS
     }
     # contractor replaced hours do not depend on the rates; the contractor-baseline window is a
     # driver choice, not a price, so it is left out of the tornado.
-    irr, mttr = assumptions["incident_rate_ratio"], assumptions["mttr_ratio"]
     joint = {
-        "certification_effect CI (both ratios)": {
-            "incident_rate_ratio": (irr.low, irr.high),
-            "mttr_ratio": (mttr.low, mttr.high),
+        "certification_effect CI (all ratios)": {
+            m: (assumptions[m].low, assumptions[m].high) for m in EFFECT_METRICS
         }
     }
     return sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
@@ -318,13 +389,14 @@ def build_roi_tables(
                 marts["contractor_costs"], int(params["contractor_baseline_months"])
             ),
             fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
+            attrition_drivers(marts["attrition"]),
         )
         .collect()
         .lazy()
     )  # collect once: three tables read the same drivers
     return {
         "roi_by_period": roi_by_period(drivers, params).collect(),
-        "roi_summary": roi_summary(drivers, params),
+        "roi_summary": roi_summary(drivers, params, unavailable_effects(effect)),
         "roi_sensitivity": roi_sensitivity(drivers, assumed),
     }
 

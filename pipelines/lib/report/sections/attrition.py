@@ -1,0 +1,166 @@
+"""Attrition: quarterly and 12-month turnover, certified and not certified, with intervals."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+
+import pandas as pd
+
+from pipelines.lib.report import charts
+from pipelines.lib.report.data import Marts
+from pipelines.lib.report.fmt import fig, nice, num, pct, rate_ci, sentence
+from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.sections.base import Section, table, unavailable
+from pipelines.lib.report.stats import wilson_interval
+from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+
+Rate = tuple[float, float, float]  # share, 95 % interval low, high
+
+
+@dataclass(frozen=True)
+class AttritionFacts:
+    leavers: float  # all engineers, this quarter
+    quarter: Rate
+    t12m: Rate  # the four quarters ending with this one
+    t12m_prev: Rate | None  # ... ending with the previous quarter
+    t12m_year_ago: Rate | None  # ... ending with the same quarter last year
+    by_status: dict[str, Rate] = field(default_factory=dict)  # 12 months, visible groups
+
+
+class _Window:
+    def __init__(self, qa: pd.DataFrame):
+        self.qa = qa
+
+    def totals(self, seg_type: str, seg: str, starts: list[date]) -> tuple[float, float, float]:
+        qa = self.qa
+        w = qa[
+            (qa["segment_type"] == seg_type)
+            & (qa["segment_value"] == seg)
+            & qa["period_start"].isin(starts)
+        ]
+        if w.empty:
+            return (math.nan, math.nan, math.nan)
+        return (
+            float(w["separations"].sum()),
+            float(w["average_headcount"].mean()),
+            float(w["voluntary_separations"].sum()),
+        )
+
+    def t12m(self, q: Quarter, seg_type: str = "all", seg: str = "all") -> Rate | None:
+        starts = [qq.start for qq in q.trailing(4)]
+        if not set(starts) <= set(self.qa["period_start"]):
+            return None
+        s, h, _ = self.totals(seg_type, seg, starts)
+        return None if math.isnan(h) else wilson_interval(s, round(h))
+
+
+def _trend(qa: pd.DataFrame, q: Quarter) -> str:
+    allq = qa[qa["segment_type"] == "all"].set_index("period_start").sort_index()
+    trend_q = [qq for qq in q.trailing(8) if qq.start in allq.index]
+
+    def share(col: str) -> list[float | None]:
+        return [
+            float(allq.loc[qq.start, col]) / float(allq.loc[qq.start, "average_headcount"])
+            for qq in trend_q
+        ]
+
+    return charts.line_chart(
+        "attrition-trend",
+        [qq.label for qq in trend_q],
+        {"all separations": share("separations"), "voluntary": share("voluntary_separations")},
+        title="Quarterly turnover, all engineers",
+        ylabel="leavers ÷ average headcount",
+    )
+
+
+def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, AttritionFacts | None]:
+    sid, title = "attrition", "Attrition: certified and not certified"
+    att = marts.get("attrition")
+    if att is None:
+        return unavailable(sid, title, "Not available: the mart attrition is missing."), None
+    qa = att[att["period_type"] == "quarter"]
+    if q.start not in set(qa["period_start"]):
+        return unavailable(sid, title, f"Not available: no attrition figures for {q.label}."), None
+    w = _Window(qa)
+    year = [qq.start for qq in q.trailing(4)]
+    statuses = sorted(
+        qa[qa["segment_type"] == "certification_status"]["segment_value"].dropna().unique()
+    )
+    mask = suppression_mask(
+        {s: w.totals("certification_status", s, [q.start])[1] for s in statuses}, thr
+    )
+    rows, by_status = [], {}
+    for seg_type, seg in [("certification_status", s) for s in statuses] + [("all", "all")]:
+        h = mask.get(seg, False)
+        qs, qh, _ = w.totals(seg_type, seg, [q.start])
+        ts, th, tv = w.totals(seg_type, seg, year)
+        rq, rt = wilson_interval(qs, round(qh)), wilson_interval(ts, round(th))
+        name = "All engineers" if seg_type == "all" else nice(seg)
+        t12 = mask_label(thr) if h else rate_ci(rt)
+        if seg_type == "all":
+            t12 = fig("attrition-12m", pct(rt[0], 1)) + f" ({rate_ci(rt).split('(')[1]}"
+        elif not h:
+            t12 = fig(f"attrition-12m-{seg}", pct(rt[0], 1)) + f" ({rate_ci(rt).split('(')[1]}"
+        rows.append(
+            [
+                name,
+                shown(qh, h, thr),
+                shown(qs, h, thr),
+                mask_label(thr) if h else rate_ci(rq),
+                shown(ts, h, thr),
+                t12,
+                shown(tv, h, thr),
+            ]
+        )
+        if not h and seg_type != "all":
+            by_status[seg] = rt
+    qs, qh, _ = w.totals("all", "all", [q.start])
+    facts = AttritionFacts(
+        leavers=qs,
+        quarter=wilson_interval(qs, round(qh)),
+        t12m=w.t12m(q) or wilson_interval(*w.totals("all", "all", year)[:2]),
+        t12m_prev=w.t12m(q.previous()),
+        t12m_year_ago=w.t12m(q.trailing(5)[0]),
+        by_status=by_status,
+    )
+    t = table(
+        f"Leavers, {q.label} and the 12 months to its end",
+        [
+            "Group",
+            "Avg. headcount (quarter)",
+            "Leavers (quarter)",
+            "Quarter rate (95 % CI)",
+            "Leavers (12 months)",
+            "12-month rate (95 % CI)",
+            "Voluntary (12 months)",
+        ],
+        rows,
+        key="attrition-groups",
+    )
+    notes = [
+        "Certified means holding an active certification at the start of the period. The raw "
+        "difference between the groups is not the effect of certification; the estimate in the "
+        "incidents section compares like with like."
+    ]
+    return Section(sid, title, True, _lead(facts, q), [_trend(qa, q)], [t], notes), facts
+
+
+def _lead(f: AttritionFacts, q: Quarter):
+    text = sentence(
+        "{n} engineers left in {q} ({rate} of average headcount); over 12 months {t12}.",
+        n=num(f.leavers),
+        q=q.label,
+        rate=pct(f.quarter[0], 1),
+        t12=fig("attrition-12m", pct(f.t12m[0], 1)),
+    )
+    cert = f.by_status.get("certified")
+    other = next((k for k in f.by_status if k != "certified"), None)
+    if cert and other:
+        text += sentence(
+            " Twelve-month attrition was {c} among certified engineers and {o} among the others.",
+            c=fig("attrition-12m-certified", pct(cert[0], 1)),
+            o=fig(f"attrition-12m-{other}", pct(f.by_status[other][0], 1)),
+        )
+    return text

@@ -1,0 +1,234 @@
+"""Incidents and time to restore by certification status, and the estimated effect of
+certification with the plain comparison beside it (definitions from `effects`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import pandas as pd
+from markupsafe import Markup
+
+from pipelines.lib.report import charts
+from pipelines.lib.report.data import Marts
+from pipelines.lib.report.fmt import fig, interval, nice, num, ratio, sentence
+from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.sections.base import Section, Table, table, unavailable
+from pipelines.lib.report.sections.effects import Effect, effect_sentence, read_effects
+from pipelines.lib.report.stats import poisson_rate_interval
+from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+
+STATUS_LABELS = {  # incident_rates.certification_status, in reading order
+    "certified": "Certified (active)",
+    "not_yet_certified": "Not yet certified (certify later)",
+    "never_certified": "Never certified",
+    "lapsed": "Lapsed (certification expired)",
+    "all": "All engineers",
+}
+
+
+@dataclass(frozen=True)
+class QuarterIncidents:
+    rate: float  # incidents per 100 engineer-months, all engineers
+    mttr_median: float | None  # minutes
+
+
+@dataclass(frozen=True)
+class IncidentFacts:
+    now: QuarterIncidents | None
+    prev: QuarterIncidents | None
+    year_ago: QuarterIncidents | None
+    effects: dict[str, Effect] = field(default_factory=dict)
+
+
+def status_label(code: object) -> str:
+    return STATUS_LABELS.get(str(code), nice(code))
+
+
+def _quarter_all(ir: pd.DataFrame | None, start: date) -> QuarterIncidents | None:
+    if ir is None:
+        return None
+    x = ir[
+        (ir["breakdown"] == "quarter_by_status")
+        & (ir["certification_status"] == "all")
+        & (ir["quarter"] == start)
+    ]
+    if x.empty or not float(x["engineer_months"].iloc[0]):
+        return None
+    r = x.iloc[0]
+    rate = poisson_rate_interval(r["incidents"], r["engineer_months"], per=100)[0]
+    med = r["mttr_median_minutes"]
+    return QuarterIncidents(rate, None if med != med or med is None else float(med))
+
+
+def _event_charts(es: pd.DataFrame | None, thr: int, notes: list) -> list[str]:
+    out = []
+    for metric in sorted(es["metric"].unique()) if es is not None and not es.empty else []:
+        m = es[es["metric"] == metric].sort_values("relative_month")
+        hidden = m["engineers"] < thr
+        if hidden.any():
+            notes.append(
+                f"{nice(metric)}: {int(hidden.sum())} relative months with fewer than "
+                f"{thr} engineers are left out of the chart."
+            )
+        m = m[~hidden]
+        if m.empty:
+            continue
+        label = {"incident_rate_ratio": "Incident rate", "mttr_ratio": "Time to restore"}
+        out.append(
+            charts.event_study_chart(
+                f"event-study-{metric}",
+                m["relative_month"].astype(int).tolist(),
+                m["estimate"].astype(float).tolist(),
+                m["ci_low"].astype(float).tolist(),
+                m["ci_high"].astype(float).tolist(),
+                title=f"{label.get(metric, nice(metric))} by month relative to certification",
+            )
+        )
+    return out
+
+
+def effects_table(effects: dict[str, Effect], thr: int) -> Table:
+    rows = []
+    for e in effects.values():
+        if e.n_engineers is not None and e.n_engineers < thr:
+            rows.append([e.label, mask_label(thr), "", "", shown(e.n_engineers, True, thr), ""])
+            continue
+        if e.estimable:
+            adjusted = sentence(
+                "{est} ({ci})",
+                est=fig(f"effect-{e.metric}", ratio(e.estimate)),
+                ci=fig(f"effect-{e.metric}-ci", interval(e.ci_low, e.ci_high)),
+            )
+            verdict = "shows an effect" if e.finding else "no effect shown"
+        else:
+            adjusted, verdict = "not estimable", e.not_estimable_reason
+        naive = (
+            fig(f"naive-{e.metric}", ratio(e.naive_estimate))
+            if e.naive_estimate is not None
+            else "–"
+        )
+        rows.append(
+            [
+                e.label,
+                adjusted,
+                verdict,
+                naive,
+                f"{num(e.n_engineers)} / {num(e.n_events)}",
+                e.window or "–",
+            ]
+        )
+    return table(
+        "Estimated effect of certification (ratio; 1 = no difference)",
+        [
+            "Outcome",
+            "Estimate (95 % CI)",
+            "Reading",
+            "Plain comparison",
+            "Engineers / events",
+            "Months covered",
+        ],
+        rows,
+        key="effects",
+    )
+
+
+def _status_rows(st: pd.DataFrame, thr: int) -> list[list]:
+    order = {k: i for i, k in enumerate(STATUS_LABELS)}
+    st = st.assign(_o=st["certification_status"].map(lambda v: order.get(v, 99))).sort_values(
+        ["_o", "certification_status"]
+    )
+    groups = st[st["certification_status"] != "all"]
+    mask = suppression_mask(
+        dict(zip(groups["certification_status"], groups["engineers"], strict=True)), thr
+    )
+    rows = []
+    for r in st.itertuples():
+        h = mask.get(r.certification_status, False)
+        rate = poisson_rate_interval(r.incidents, r.engineer_months, per=100)
+        is_all = r.certification_status == "all"
+        rate_txt = f"{rate[0]:.1f}"
+        rows.append(
+            [
+                status_label(r.certification_status),
+                shown(r.engineers, h, thr),
+                shown(r.engineer_months, h, thr),
+                shown(r.incidents, h, thr),
+                mask_label(thr)
+                if h
+                else (fig("incident-rate", rate_txt) if is_all else rate_txt)
+                + f" ({rate[1]:.1f}–{rate[2]:.1f})",
+                mask_label(thr)
+                if h
+                else (
+                    fig("mttr-median", num(r.mttr_median_minutes))
+                    if is_all
+                    else num(r.mttr_median_minutes)
+                ),
+            ]
+        )
+    return rows
+
+
+def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, IncidentFacts]:
+    sid, title = "incidents", "Incidents and time to restore"
+    eff, es, ir = (
+        marts.get("certification_effect"),
+        marts.get("certification_event_study"),
+        marts.get("incident_rates"),
+    )
+    effects = read_effects(eff)
+    facts = IncidentFacts(
+        _quarter_all(ir, q.start),
+        _quarter_all(ir, q.previous().start),
+        _quarter_all(ir, q.trailing(5)[0].start),
+        effects,
+    )
+    if eff is None and es is None and ir is None:
+        why = "Not available: the incident and effect marts are missing."
+        return unavailable(sid, title, why), facts
+    section = Section(sid, title)
+    if ir is not None and not ir.empty:
+        st = ir[(ir["breakdown"] == "quarter_by_status") & (ir["quarter"] == q.start)]
+        scope = q.label
+        if st.empty:
+            st, scope = ir[ir["breakdown"] == "status"], "whole observation window"
+        rows = _status_rows(st, thr)
+        section.tables.append(
+            table(
+                f"Incidents as primary responder, {scope}",
+                [
+                    "Status",
+                    "Engineers",
+                    "Engineer-months",
+                    "Incidents",
+                    "Per 100 eng.-months (95 % CI)",
+                    "Median time to restore (min)",
+                ],
+                rows,
+                key="incident-status",
+            )
+        )
+        section.notes.append(
+            "Statuses are per engineer-month: an engineer whose status changed during the "
+            "period counts once in each status held, so engineers add up to more than the "
+            "total while engineer-months and incidents add up."
+        )
+    if effects:
+        section.tables.append(effects_table(effects, thr))
+    section.charts += _event_charts(es, thr, section.notes)
+    parts = [effect_sentence(e) for e in effects.values()]
+    section.lead = (
+        Markup(" ").join(parts)
+        if parts
+        else "Effect estimates are not available (certification_effect is not in the published "
+        "warehouse); the figures below are plain comparisons."
+    )
+    return section, facts
+
+
+def split_charts(section: Section, prefix: str) -> list[str]:
+    """Take the charts named `prefix...` out of a section, for the method appendix."""
+    moved = [c for c in section.charts if f'data-chart="{prefix}' in c]
+    section.charts = [c for c in section.charts if c not in moved]
+    return moved
