@@ -8,6 +8,7 @@ event log into a short verdict: which asset or check failed, and why.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from pipelines.lib.locking import RunLockedError, warehouse_lock
 from pipelines.lib.settings import Settings
+from pipelines.progress import ExportLoad, run_config
 
 __all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
@@ -33,16 +35,47 @@ class RunOutcome:
     failures: list[Failure] = field(default_factory=list)
     warnings: list[Failure] = field(default_factory=list)
     materialized: list[str] = field(default_factory=list)
+    loads: list[ExportLoad] = field(default_factory=list)
+    checks_passed: int = 0
     step_seconds: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    log_path: Path | None = None
 
     def describe(self) -> str:
-        lines = [f"{len(self.materialized)} assets materialised (run {self.run_id})"]
+        """The end-of-run summary: what was loaded, checked, built; what failed and where."""
+        lines = []
+        if self.loads:
+            lines.append("Loaded:")
+            lines += [load.line() for load in self.loads]
+            unknown = sorted({f for load in self.loads for f in load.unknown_files})
+            if unknown:
+                lines.append(f"  not recognised, not loaded: {', '.join(unknown)}")
+            if any(load.rows_quarantined for load in self.loads):
+                lines.append("  quarantined rows, with file, line and reason: table raw.quarantine")
+        checks = (
+            self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
+        )
+        if checks:
+            lines.append(
+                f"Checks: {checks} evaluated, {self.checks_passed} passed, "
+                f"{len(self.warnings)} warned, {sum(f.kind == 'check' for f in self.failures)} failed"
+            )
+        marts = sum(m.startswith("marts/") for m in self.materialized)
+        lines.append(
+            f"{len(self.materialized)} assets materialised ({marts} marts) in "
+            f"{self.wall_seconds:.0f} s, run {self.run_id}"
+        )
+        for w in self.warnings:
+            lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
         for f in self.failures:
             lines.append(f"FAILED {f.kind} {f.name}: {f.message}")
-        for w in self.warnings:
-            lines.append(f"warning: {w.kind} {w.name}: {w.message}")
+        if self.log_path:
+            lines.append(f"Full log: {self.log_path}")
         return "\n".join(lines)
+
+
+def _short(message: str, limit: int = 300) -> str:
+    return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
 def _instance():
@@ -68,13 +101,19 @@ def _outcome(result) -> RunOutcome:
             message = (err.message if err else "failed").strip().splitlines()
             out.failures.append(Failure("resource", "talent", " ".join(message[:6])))
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-            out.materialized.append(event.asset_key.to_user_string())
+            key = event.asset_key
+            out.materialized.append(key.to_user_string())
+            if key.path[0] == "raw":
+                meta = event.event_specific_data.materialization.metadata
+                values = {k: getattr(v, "value", v) for k, v in meta.items()}
+                out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
             if ev.passed:
+                out.checks_passed += 1
                 continue
             meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
-            detail = "; ".join(f"{k}={v}" for k, v in list(meta.items())[:6])
+            detail = str(meta.get("first_failure") or ev.description or "")
             name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
             bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
             bucket.append(Failure("check", name, detail or "did not pass"))
@@ -99,7 +138,7 @@ def _step_seconds(instance, run_id: str) -> dict[str, float]:
     return seconds
 
 
-def _execute(settings: Settings, job_name: str, **kwargs) -> RunOutcome:
+def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs) -> RunOutcome:
     from pipelines.defs import build_definitions
 
     defs = build_definitions(settings)
@@ -108,15 +147,28 @@ def _execute(settings: Settings, job_name: str, **kwargs) -> RunOutcome:
     result = defs.resolve_job_def(job_name).execute_in_process(
         instance=instance,
         raise_on_error=False,
-        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        tags={"talent/trigger": "cli"},
+        run_config=run_config(verbose),
+        tags={"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})},
         **kwargs,
     )
     outcome = _outcome(result)
     outcome.wall_seconds = round(time.monotonic() - t0, 3)
     outcome.step_seconds = _step_seconds(instance, result.run_id)
+    outcome.log_path = _write_log(settings, job_name, instance, result.run_id)
     _write_run_record(settings, job_name, outcome)
     return outcome
+
+
+def _write_log(settings: Settings, job_name: str, instance, run_id: str) -> Path:
+    """`<warehouse>/runs/<job>.log`: every message of the run (Dagster's and dbt's)."""
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.runs_dir / f"{job_name}.log"
+    with open(path, "w", encoding="utf-8") as fh:
+        for entry in instance.all_logs(run_id):
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.timestamp))
+            level = logging.getLevelName(entry.level)
+            fh.write(f"{stamp} {level:<7} {entry.step_key or '-'} {entry.message}\n")
+    return path
 
 
 def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) -> None:
@@ -140,13 +192,15 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
     os.replace(tmp, target)
 
 
-def run_nightly(settings: Settings) -> RunOutcome:
+def run_nightly(settings: Settings, verbose: bool = False) -> RunOutcome:
     """Materialise the nightly job (everything but the report) over `settings`."""
-    return _execute(settings, "nightly")
+    return _execute(settings, "nightly", verbose)
 
 
-def run_report(settings: Settings, quarter: str) -> RunOutcome:
+def run_report(settings: Settings, quarter: str, verbose: bool = False) -> RunOutcome:
     """Render the report for `quarter` (YYYY-Qn) from the published warehouse."""
     from pipelines.defs.report import partition_of_quarter
 
-    return _execute(settings, "quarterly_report", partition_key=partition_of_quarter(quarter))
+    return _execute(
+        settings, "quarterly_report", verbose, partition_key=partition_of_quarter(quarter)
+    )

@@ -17,6 +17,9 @@ def command(
         "", "--quarter", help="Report quarter (YYYY-Qn); default: the latest complete quarter."
     ),
     skip_report: bool = typer.Option(False, "--skip-report", help="Do not render the report."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Print every Dagster and dbt message, not only progress."
+    ),
 ) -> None:
     from pipelines.runner import RunLockedError, run_nightly, run_report, warehouse_lock
 
@@ -36,7 +39,7 @@ def command(
     try:
         with warehouse_lock(settings.warehouse_dir, "talent run"):
             typer.echo(f"talent run: {settings.sources_dir} -> {settings.warehouse_dir}", err=True)
-            outcome = run_nightly(settings)
+            outcome = run_nightly(settings, verbose)
             typer.echo(outcome.describe(), err=True)
             if not outcome.success:
                 typer.echo(
@@ -52,7 +55,7 @@ def command(
             from pipelines.lib.report import latest_complete_quarter
 
             label = quarter or str(latest_complete_quarter(settings.published_db))
-            report = run_report(settings, label)
+            report = run_report(settings, label, verbose)
             typer.echo(report.describe(), err=True)
             if not report.success:
                 raise typer.Exit(1)

@@ -33,6 +33,7 @@ def build_definitions(
         stats,
     )
     from pipelines.defs.resources import TalentResource
+    from pipelines.progress import LOGGERS
 
     with warnings.catch_warnings():
         # "in preview": the loader is the stable core of `load_from_defs_folder`, which cannot
@@ -45,5 +46,6 @@ def build_definitions(
                 "dbt": dbt.dbt_resource(),
             },
             executor=dg.in_process_executor,
+            loggers=LOGGERS,
         )
     return dg.Definitions.merge(parts, dg.Definitions(schedules=automation.schedules(settings)))

@@ -213,42 +213,74 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     s = talent.settings
     s.ensure_dirs()
     args = build_args(s)
-    with dbt_environment(s.dbt_env()):
-        build = dbt.cli(args, context=context)
-    try:
-        yield from build.stream()
-    except BaseException:
-        # each invocation writes its own target folder; keep target/ from growing every night
-        shutil.rmtree(build.target_path, ignore_errors=True)
-        raise
+    with dbt_output(context, s):
+        with dbt_environment(s.dbt_env()):
+            build = dbt.cli(args, context=context)
+        try:
+            yield from build.stream()
+        except BaseException:
+            # each invocation writes its own target folder; keep target/ from growing every night
+            shutil.rmtree(build.target_path, ignore_errors=True)
+            raise
+        try:
+            _refresh_docs(context, dbt, s, args, build.target_path)
+        finally:
+            shutil.rmtree(build.target_path, ignore_errors=True)
+
+
+VERBOSE_TAG = "talent/verbose"
+
+
+@contextlib.contextmanager
+def dbt_output(context: dg.AssetExecutionContext, settings: Settings) -> Iterator[None]:
+    """dbt's own log lines go to `<warehouse>/runs/dbt.log`, not to the terminal.
+
+    dagster-dbt echoes every dbt event on standard output (600 lines a night); the run's summary
+    says where the file is. A run tagged `talent/verbose` (`talent run --verbose`) keeps them
+    on the terminal.
+    """
+    if context.run.tags.get(VERBOSE_TAG) == "1":
+        yield
+        return
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.runs_dir / "dbt.log"
+    with open(path, "w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
+        yield
+    context.log.info(f"dbt's log: {path}")
+
+
+def _refresh_docs(
+    context: dg.AssetExecutionContext,
+    dbt: DbtCliResource,
+    s: Settings,
+    args: list[str],
+    target_path: Path,
+) -> None:
+    """Regenerate the docs site unless it already documents this project and these vars."""
     fingerprint = docs_fingerprint(Path(dbt_project.project_dir), args)
     if docs_are_current(s.docs_dir, fingerprint):
         context.log.info(
             f"dbt docs in {s.docs_dir} already describe this project and vars; not regenerated"
         )
-        shutil.rmtree(build.target_path, ignore_errors=True)
         return
     # --static: one self-contained index.html that opens from disk (the plain site fetches
     # manifest.json and catalog.json, which browsers refuse over file://). --no-compile in the
     # build's target folder: the docs reuse the manifest the build just compiled instead of
     # compiling every model and test a second time.
-    try:
-        with dbt_environment(s.dbt_env()):
-            docs = dbt.cli(
-                ["docs", "generate", "--static", "--no-compile"],
-                manifest=dbt_project.manifest_path,
-                target_path=build.target_path,
-                raise_on_error=False,
-            )
-        docs.wait()
-        if docs.is_successful():
-            static = docs.target_path / "static_index.html"
-            if static.exists():
-                shutil.copy2(static, docs.target_path / "index.html")
-            copied = publish_docs(docs.target_path, s.docs_dir)
-            (s.docs_dir / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
-            context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
-        else:
-            context.log.warning("dbt docs generate failed; the warehouse itself was built.")
-    finally:
-        shutil.rmtree(build.target_path, ignore_errors=True)
+    with dbt_environment(s.dbt_env()):
+        docs = dbt.cli(
+            ["docs", "generate", "--static", "--no-compile"],
+            manifest=dbt_project.manifest_path,
+            target_path=target_path,
+            raise_on_error=False,
+        )
+    docs.wait()
+    if not docs.is_successful():
+        context.log.warning("dbt docs generate failed; the warehouse itself was built.")
+        return
+    static = docs.target_path / "static_index.html"
+    if static.exists():
+        shutil.copy2(static, docs.target_path / "index.html")
+    copied = publish_docs(docs.target_path, s.docs_dir)
+    (s.docs_dir / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
+    context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
