@@ -216,7 +216,7 @@ def _discover_vendor_file(
         source = "data"
     version = version_from_name(path.name)
     found.deliveries.append(Delivery(export, period, version, path, rec.profile, source))
-    found.recognised[rel] = f"{rec.profile.name} ({rec.reason})"
+    found.recognised[rel] = rec.reason
 
 
 def settle_files(

@@ -226,7 +226,9 @@ def contract_profile(export: Export) -> Profile:
         vendor="talent-metrics",
         title=f"talent-metrics {export.name} contract",
         folder=export.folder,
-        recognise=export.required_columns,
+        recognise=tuple(
+            " | ".join((c, *export.column(c).aliases)) for c in export.required_columns
+        ),
         outputs=(Output(export.name, rules, export.period_columns),),
         origin="pipelines/lib/contracts.py",
     )
@@ -307,6 +309,7 @@ class Candidate:
     profile: Profile
     matched: int  # recognising headers present
     missing: tuple[str, ...]  # recognising headers absent
+    used: int = 0  # header columns the profile reads: the better fit reads more of the file
 
     @property
     def complete(self) -> bool:
@@ -322,9 +325,13 @@ class Recognition:
 
 
 def score(profile: Profile, header: list[str]) -> Candidate:
+    """How many recognising headers are present; `A | B` accepts either spelling."""
     present = {norm(h) for h in header}
-    missing = tuple(h for h in profile.recognise if norm(h) not in present)
-    return Candidate(profile, len(profile.recognise) - len(missing), missing)
+    missing = tuple(
+        h for h in profile.recognise if not any(norm(a) in present for a in h.split(" | "))
+    )
+    used = len(present & profile.used_headers())
+    return Candidate(profile, len(profile.recognise) - len(missing), missing, used)
 
 
 def recognise(
@@ -355,8 +362,8 @@ def recognise(
             default=None,
         )
         return Recognition(None, "the header matches no profile of this folder", closest=closest)
-    best = max(c.matched for c in complete)
-    top = [c for c in complete if c.matched == best]
+    best = max(c.used for c in complete)
+    top = [c for c in complete if c.used == best]
     if len(top) > 1:
         names = tuple(sorted(c.profile.name for c in top))
         return Recognition(
@@ -366,8 +373,12 @@ def recognise(
             ambiguous=names,
         )
     chosen = top[0].profile
+    others = [c.profile.name for c in complete if c is not top[0]]
+    also = f"; also fits {', '.join(others)}, which read(s) fewer columns" if others else ""
     return Recognition(
-        chosen, f"header has all {best} recognising column(s) of {chosen.name} ({chosen.origin})"
+        chosen,
+        f"header has the recognising columns of {chosen.name} ({chosen.origin}), which reads "
+        f"{best} of its {len(header)} columns{also}",
     )
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import PurePath
 
 from pipelines.lib.contracts import EXPORTS
-from pipelines.lib.ingest.profiles import Output, Profile, Rule, SourcesConfig, norm
+from pipelines.lib.ingest.profiles import Output, Profile, Rule, SourcesConfig, norm, score
 from pipelines.lib.ingest.reader import (
     FileError,
     RawTable,
@@ -50,7 +50,7 @@ def split_vendor_bytes(
     index = {}
     for i, h in enumerate(table.header):
         index.setdefault(norm(h), i)
-    missing = [h for h in profile.recognise if norm(h) not in index]
+    missing = score(profile, table.header).missing
     if missing:
         raise FileError(
             f"{file_name}: the header (line 1) lacks {', '.join(missing)}, which the "
@@ -130,7 +130,7 @@ def _apply(
     ctype: str,
     config: SourcesConfig,
 ) -> str | None:
-    value = _raw_value(rule, record, index, file_name)
+    value, source = _raw_value(rule, record, index, file_name)
     if rule.from_service:
         value = config.service_clusters.get(norm(value or ""), value)
     if value is None:
@@ -138,17 +138,20 @@ def _apply(
     if rule.map is not None:
         mapped = rule.map.get(norm(value))
         value = mapped if mapped is not None else (rule.map_default or value)
-    if rule.formats and ctype in ("date", "timestamp"):
-        value = _reformat(value, rule, ctype)
+    if ctype in ("date", "timestamp"):
+        value = _reformat(value, rule, ctype, source)
     return value
 
 
-def _raw_value(rule: Rule, record: list[str], index: dict[str, int], file_name: str) -> str | None:
+def _raw_value(
+    rule: Rule, record: list[str], index: dict[str, int], file_name: str
+) -> tuple[str | None, str]:
+    """The vendor value for a rule, and where it came from (for quarantine reasons)."""
     if rule.value is not None:
-        return rule.value
+        return rule.value, "the profile's constant"
     if rule.file_name is not None:
         m = re.search(rule.file_name, PurePath(file_name).name)
-        return m.group("value") if m else None
+        return (m.group("value") if m else None), "the file name"
     if rule.template is not None:
 
         def field(m: re.Match) -> str:
@@ -156,18 +159,21 @@ def _raw_value(rule: Rule, record: list[str], index: dict[str, int], file_name: 
             return record[i].strip() if i is not None else ""
 
         text = re.sub(r"{([^{}]+)}", field, rule.template)
-        return text if text.strip(" -_:/") else None
+        return (text if text.strip(" -_:/") else None), f"template {rule.template!r}"
     for name in rule.columns:
         i = index.get(norm(name))
         if i is not None and record[i].strip():
-            return record[i].strip()
-    return None
+            return record[i].strip(), f"column {name!r}"
+    return None, "no column"
 
 
-def _reformat(value: str, rule: Rule, ctype: str) -> str:
+def _reformat(value: str, rule: Rule, ctype: str, source: str) -> str:
     """A vendor date or timestamp in ISO form; ISO input passes through to the contract typing."""
     if _ISO_PREFIX.match(value):
-        return value
+        # a date column takes the calendar date as written, also from a timestamp with a zone
+        return value[:10] if ctype == "date" else value
+    if not rule.formats:
+        return value  # the contract typing names what is wrong with it
     for fmt in rule.formats:
         if fmt == "epoch":
             if re.fullmatch(r"\d+(\.\d+)?", value):
@@ -181,8 +187,7 @@ def _reformat(value: str, rule: Rule, ctype: str) -> str:
         except ValueError:
             continue
     forms = ", ".join(rule.formats)
-    where = f"column {rule.columns[0]!r}" if rule.columns else "the value"
-    raise _Unreadable(f"{where}: {value[:60]!r} is not a {ctype} in the export's format ({forms})")
+    raise _Unreadable(f"{source}: {value[:60]!r} is not a {ctype} in the export's format ({forms})")
 
 
 def _iso(value: datetime, ctype: str) -> str:
