@@ -1,0 +1,346 @@
+"""Vendor exports dropped in under the tools' own names: recognised, mapped, loaded.
+
+Fixtures in tests/fixtures/vendors/ are written by hand as each tool produces them. Planted
+faults: BambooHR line 9 has hire date 13/45/2021 (quarantined), Credly line 5 is a revoked
+badge (quarantined), PagerDuty line 5 is dated 2099 (quarantined, out of range).
+"""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from datetime import date, datetime
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import duckdb
+import pytest
+
+from pipelines.config import Settings
+from pipelines.lib.ingest import ingest_all, ingest_export, rebuild_raw_from_archive
+from pipelines.lib.ingest.check import check_sources, files_not_fully_loaded
+from pipelines.lib.ingest.profiles import (
+    ProfileError,
+    load_profiles,
+    parse_profile,
+    recognise,
+)
+
+VENDORS = Path(__file__).parent / "fixtures" / "vendors"
+PLACEMENT = {
+    "Employee Report.csv": "hris",
+    "Issued Badges.csv": "lms",
+    "Users - Courses.csv": "lms",
+    "incidents.csv": "incidents",
+}
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    for folder in ("hris", "lms", "incidents", "fleet"):
+        (tmp_path / "sources" / folder).mkdir(parents=True)
+    return Settings(
+        sources_dir=tmp_path / "sources",
+        warehouse_dir=tmp_path / "warehouse",
+        reports_dir=tmp_path / "reports",
+    )
+
+
+def drop_company(settings: Settings) -> None:
+    for name, folder in PLACEMENT.items():
+        shutil.copyfile(VENDORS / name, settings.sources_dir / folder / name)
+    shutil.copyfile(VENDORS / "sources.yml", settings.sources_dir / "sources.yml")
+
+
+def query(settings: Settings, sql: str) -> list[tuple]:
+    with duckdb.connect(str(settings.raw_db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def write_xlsx(path: Path, rows: list[list[str]]) -> None:
+    """A minimal workbook (inline strings), as Excel's Open XML format defines it."""
+
+    def cell(ref: str, v: str) -> str:
+        return f'<c r="{ref}" t="inlineStr"><is><t>{escape(v)}</t></is></c>'
+
+    def col(i: int) -> str:
+        return chr(ord("A") + i)
+
+    sheet_rows = "".join(
+        f'<row r="{r + 1}">'
+        + "".join(cell(f"{col(i)}{r + 1}", v) for i, v in enumerate(row) if v)
+        + "</row>"
+        for r, row in enumerate(rows)
+    )
+    ns = "http://schemas.openxmlformats.org"
+    files = {
+        "[Content_Types].xml": (
+            f'<Types xmlns="{ns}/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            "</Types>"
+        ),
+        "_rels/.rels": (
+            f'<Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>'
+            "</Relationships>"
+        ),
+        "xl/workbook.xml": (
+            f'<workbook xmlns="{ns}/spreadsheetml/2006/main" xmlns:r="{ns}/officeDocument/2006/relationships">'
+            '<sheets><sheet name="Report" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": (
+            f'<Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>'
+            "</Relationships>"
+        ),
+        "xl/worksheets/sheet1.xml": (
+            f'<worksheet xmlns="{ns}/spreadsheetml/2006/main"><sheetData>{sheet_rows}</sheetData></worksheet>'
+        ),
+    }
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>' + text)
+
+
+# --- one company across three systems ------------------------------------------------------------
+
+
+def test_vendor_files_load_under_their_own_names(settings):
+    drop_company(settings)
+    results = ingest_all(settings)
+    assert all(not r.unknown_files and not r.files_failed for r in results.values())
+    assert "bamboohr" in results["employees"].recognised["hris/Employee Report.csv"]
+    assert "data" in results["employees"].recognised["hris/Employee Report.csv"]
+    # every delivered row is loaded or quarantined, per file and export
+    rows = query(
+        settings,
+        "SELECT file_name, export, profile, period, period_source, rows_total, rows_loaded, "
+        "rows_quarantined FROM manifest ORDER BY export",
+    )
+    assert {(r[0], r[1], r[2]) for r in rows} == {
+        ("Employee Report.csv", "employees", "bamboohr"),
+        ("Employee Report.csv", "job_history", "bamboohr"),
+        ("Issued Badges.csv", "certifications", "credly"),
+        ("Users - Courses.csv", "enrolments", "docebo"),
+        ("incidents.csv", "incidents", "pagerduty"),
+    }
+    for name, export, _, _, _, total, loaded, quarantined in rows:
+        assert total == loaded + quarantined, (name, export)
+    by = {(r[0], r[1]): r for r in rows}
+    # period from the data: the latest hire or termination date (Hamilton hired 10/07/2024)
+    assert by[("Employee Report.csv", "employees")][3:5] == ("2024-10-07", "data")
+    assert by[("Employee Report.csv", "employees")][5:] == (9, 8, 1)
+    assert by[("Issued Badges.csv", "certifications")][5:] == (5, 4, 1)
+    assert by[("incidents.csv", "incidents")][5:] == (5, 4, 1)
+
+
+def test_bamboohr_values_are_read_through_the_profile(settings):
+    drop_company(settings)
+    ingest_export(settings, "employees")
+    got = {
+        r[0]: r[1:]
+        for r in query(
+            settings,
+            "SELECT employee_id, hire_date, original_hire_date, termination_date, "
+            "termination_type, regrettable, last_name FROM employees",
+        )
+    }
+    assert got["101"][0] == date(2021, 4, 12)  # 04/12/2021 is April 12 (US)
+    assert got["102"][2:5] == (date(2024, 6, 28), "voluntary", True)
+    assert got["105"][1:5] == (date(2016, 5, 2), date(2024, 3, 29), "involuntary", False)
+    assert got["106"][5] == "Hamilton, Jr."  # quoted delimiter inside a value
+    assert "107" not in got
+    ((line, reason),) = query(settings, "SELECT line_number, reason FROM quarantine")
+    assert line == 9 and "'Hire Date'" in reason and "13/45/2021" in reason
+
+
+def test_one_vendor_file_feeds_two_exports(settings):
+    drop_company(settings)
+    ingest_all(settings)
+    jobs = dict(
+        query(settings, "SELECT employee_id, employment_type || '/' || team FROM job_history")
+    )
+    assert jobs["104"] == "employee/dgx-ber-2"  # Part-Time -> employee
+    assert jobs["200"] == "employee/Finance"
+    # same bytes, two exports: both active, neither a duplicate of the other
+    statuses = query(
+        settings, "SELECT DISTINCT status FROM manifest WHERE file_name = 'Employee Report.csv'"
+    )
+    assert statuses == [("active",)]
+
+
+def test_credly_and_pagerduty_values(settings):
+    drop_company(settings)
+    ingest_all(settings)
+    certs = {
+        r[0]: r[1:]
+        for r in query(
+            settings,
+            "SELECT learner_email, certification_code, result, exam_date, expires_on "
+            "FROM certifications",
+        )
+    }
+    assert certs["ada.lovelace@example.com"][:3] == ("NCP-AII", "pass", date(2023, 5, 10))
+    # a timestamp with an offset gives the calendar date as written
+    assert certs["barbara.liskov@example.com"][2] == date(2024, 6, 3)
+    (reason,) = query(settings, "SELECT reason FROM quarantine WHERE export = 'certifications'")
+    assert "revoked" in reason[0]
+    incidents = {
+        r[0]: r[1:]
+        for r in query(
+            settings,
+            "SELECT incident_number, severity, cluster, service, opened_at, resolved_at, "
+            "downtime_minutes FROM incidents",
+        )
+    }
+    assert incidents["1041"][:3] == ("sev2", "dgx-muc-1", "GPU Cluster MUC-1")
+    assert incidents["1043"][0] == "sev4"  # low urgency
+    assert incidents["1042"][3] == datetime(2024, 3, 2, 10, 15)  # -08:00 converted to UTC
+    assert incidents["1045"][4] is None and incidents["1041"][5] is None
+    (reason,) = query(settings, "SELECT reason FROM quarantine WHERE export = 'incidents'")
+    assert "2099" in reason[0] and "plausible range" in reason[0]
+
+
+def test_rebuild_from_archive_replays_vendor_files(settings):
+    drop_company(settings)
+    ingest_all(settings)
+    before = query(settings, "SELECT count(*) FROM employees")[0][0]
+    counts = rebuild_raw_from_archive(settings)
+    assert counts["employees"] == before == 8 and counts["job_history"] == 8
+
+
+def test_workbook_is_read_like_csv(settings):
+    rows = [
+        line.split(",")
+        for line in (VENDORS / "Employee Report.csv").read_text().splitlines()
+        if "Hamilton" not in line
+    ]
+    write_xlsx(settings.sources_dir / "hris" / "Employee Report.xlsx", rows)
+    result = ingest_export(settings, "employees")
+    assert result.files_loaded == 1 and not result.unknown_files
+    assert query(settings, "SELECT encoding, rows_total, rows_loaded FROM manifest") == [
+        ("xlsx", 8, 7)
+    ]
+
+
+# --- recognition ---------------------------------------------------------------------------------
+
+
+def test_every_shipped_profile_recognises_only_its_own_header():
+    profiles = load_profiles()
+    for name, profile in profiles.items():
+        header = [h.split(" | ")[0] for h in profile.recognise]
+        header += sorted({h for o in profile.outputs for r in o.rules.values() for h in r.columns})
+        rec = recognise(header, profile.folder, profiles)
+        assert rec.profile is not None and rec.profile.name == name, (name, rec.reason)
+
+
+def test_ambiguous_header_names_candidates_and_sources_yml_settles_it(settings):
+    shutil.copyfile(VENDORS / "Employee Report.csv", settings.sources_dir / "hris" / "export.csv")
+    custom = (Path(__file__).parents[1] / "pipelines/lib/ingest/profiles/bamboohr.yaml").read_text()
+    (settings.sources_dir / "profiles").mkdir()
+    (settings.sources_dir / "profiles" / "acme.yaml").write_text(
+        custom.replace("name: bamboohr", "name: acme-hr")
+    )
+    result = ingest_export(settings, "employees")
+    assert result.unknown_files == ["hris/export.csv"]
+    assert "acme-hr, bamboohr" in result.not_loaded["hris/export.csv"]
+    assert "sources.yml" in result.not_loaded["hris/export.csv"]
+    (settings.sources_dir / "sources.yml").write_text(
+        "files:\n  export.csv: {profile: acme-hr, period: 2024-10}\n"
+    )
+    result = ingest_export(settings, "employees")
+    assert result.files_loaded == 1
+    assert query(settings, "SELECT profile, period, period_source FROM manifest") == [
+        ("acme-hr", "2024-10", "sources.yml")
+    ]
+
+
+def test_customer_profile_overrides_a_shipped_one(settings):
+    """A badge the shipped Credly map does not know is mapped by the customer's own copy."""
+    text = (VENDORS / "Issued Badges.csv").read_text()
+    text += (
+        "0b6b5c8e-1f11-4c59-a2a4-6b1a0c9d0006,t6,Acme GPU Fleet Operator,ada.lovelace@example.com,"
+        "Ada,Lovelace,2024-07-01T09:00:00Z,,accepted\n"
+    )
+    (settings.sources_dir / "lms" / "Issued Badges.csv").write_text(text)
+    shipped = Path(__file__).parents[1] / "pipelines/lib/ingest/profiles/credly.yaml"
+    (settings.sources_dir / "profiles").mkdir()
+    (settings.sources_dir / "profiles" / "credly.yaml").write_text(
+        shipped.read_text().replace(
+            '"Red Hat Certified Engineer (RHCE)": RHCE',
+            '"Red Hat Certified Engineer (RHCE)": RHCE\n          "Acme GPU Fleet Operator": ACME-GFO',
+        )
+    )
+    ingest_export(settings, "certifications")
+    codes = {r[0] for r in query(settings, "SELECT certification_code FROM certifications")}
+    assert "ACME-GFO" in codes
+
+
+def test_profile_errors_name_the_file_and_key():
+    with pytest.raises(ProfileError, match="x.yaml: outputs.employees: required column"):
+        parse_profile(
+            {
+                "name": "x",
+                "folder": "hris",
+                "recognise": ["A"],
+                "outputs": {"employees": {"columns": {"employee_id": "A"}}},
+            },
+            "x.yaml",
+        )
+    with pytest.raises(ProfileError, match="not a column of the incidents contract"):
+        parse_profile(
+            {
+                "name": "x",
+                "folder": "incidents",
+                "recognise": ["A"],
+                "outputs": {"incidents": {"columns": {"gpu": "A"}}},
+            },
+            "x.yaml",
+        )
+
+
+# --- sources check and the summary ---------------------------------------------------------------
+
+
+def test_sources_check_lists_every_file_and_writes_nothing(settings):
+    drop_company(settings)
+    (settings.sources_dir / "incidents" / "on-call notes.csv").write_text("when,who\n1,2\n")
+    report = check_sources(settings.sources_dir)
+    assert not settings.raw_db.exists()
+    by = {(f.path, f.export): f for f in report.files}
+    emp = by[("hris/Employee Report.csv", "employees")]
+    assert (emp.profile, emp.rows, emp.loadable, emp.quarantined) == ("bamboohr", 9, 8, 1)
+    assert (emp.period, emp.period_source, emp.encoding, emp.locale) == (
+        "2024-10-07",
+        "data",
+        "utf-8",
+        "en",
+    )
+    assert "13/45/2021" in emp.reasons[0][0] and emp.reasons[0][2] == 9
+    notes = by[("incidents/on-call notes.csv", None)]
+    assert notes.status == "unknown" and "closest profile" not in notes.note
+    assert "gpu_fleet" in report.missing and "fleet size" in report.missing["gpu_fleet"]
+
+
+def test_sources_check_names_the_closest_profile_and_its_missing_columns(settings):
+    text = (VENDORS / "incidents.csv").read_text().replace("urgency", "severity_level")
+    (settings.sources_dir / "incidents" / "incidents.csv").write_text(text)
+    report = check_sources(settings.sources_dir)
+    (f,) = [f for f in report.files if f.path == "incidents/incidents.csv"]
+    assert f.status == "unknown"
+    assert "closest profile pagerduty lacks urgency" in f.note
+
+
+def test_files_not_fully_loaded_names_each_with_its_reason(settings):
+    drop_company(settings)
+    (settings.sources_dir / "fleet" / "gpu_fleet_2024-03.csv").mkdir()
+    results = ingest_all(settings)
+    issues = {(i.file, i.export): i for i in files_not_fully_loaded(settings.raw_db, results)}
+    assert "13/45/2021" in issues[("Employee Report.csv", "employees")].reason
+    assert "revoked" in issues[("Issued Badges.csv", "certifications")].reason
+    assert "a folder" in issues[("fleet/gpu_fleet_2024-03.csv", None)].reason
+    assert ("Users - Courses.csv", "enrolments") not in issues  # loaded in full
