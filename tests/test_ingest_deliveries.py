@@ -4,7 +4,6 @@ and every file's delivered rows = loaded + quarantined."""
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
