@@ -126,6 +126,7 @@ def test_vendor_files_load_under_their_own_names(settings):
         ("Issued Badges.csv", "certifications", "credly"),
         ("Users - Courses.csv", "enrolments", "docebo"),
         ("incidents.csv", "incidents", "pagerduty"),
+        ("incidents.csv", "responders", "pagerduty"),
     }
     for name, export, _, _, _, total, loaded, quarantined in rows:
         assert total == loaded + quarantined, (name, export)
@@ -202,6 +203,29 @@ def test_credly_and_pagerduty_values(settings):
     assert incidents["1045"][4] is None and incidents["1041"][5] is None
     (reason,) = query(settings, "SELECT reason FROM quarantine WHERE export = 'incidents'")
     assert "2099" in reason[0] and "plausible range" in reason[0]
+
+
+def test_responders_come_from_the_incident_export_by_name(settings):
+    drop_company(settings)
+    ingest_all(settings)
+    got = query(
+        settings,
+        "SELECT incident_number, responder_name, role, responder_email FROM responders "
+        "ORDER BY incident_number, role",
+    )
+    # assignee, acknowledged-by and resolved-by, each person once; the first listed is primary
+    assert got == [
+        ("1041", "Ada Lovelace", "primary", None),
+        ("1042", "Alan Turing", "primary", None),
+        ("1042", "Katherine Johnson", "secondary", None),
+        ("1043", "Katherine Johnson", "primary", None),
+        ("1045", "Grace Hopper", "primary", None),
+    ]
+    # the 2099 incident's responder row is quarantined with it: every row accounted for
+    assert query(
+        settings,
+        "SELECT rows_total, rows_loaded, rows_quarantined FROM manifest WHERE export = 'responders'",
+    ) == [(6, 5, 1)]
 
 
 def test_rebuild_from_archive_replays_vendor_files(settings):

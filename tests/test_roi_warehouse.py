@@ -305,3 +305,27 @@ def test_larger_measured_effect_never_lowers_downtime_avoided(assumptions):
             for row in range(3):
                 values = [c[row] for c in cols]
                 assert values == sorted(values, reverse=True), (name, fixed, row)
+
+
+def test_effect_not_estimable_keeps_the_assumed_range(assumptions):
+    """A company too small for the statistics still gets ROI, priced on the assumption range."""
+    effect = pl.DataFrame(
+        {
+            "metric": ["incident_rate_ratio", "mttr_ratio"],
+            "estimate": [None, 0.8],
+            "ci_low": [None, 0.7],
+            "ci_high": [None, 0.9],
+        },
+        schema={
+            "metric": pl.String,
+            "estimate": pl.Float64,
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+        },
+    )
+    out = warehouse_assumptions(assumptions, effect)
+    irr = out["incident_rate_ratio"]
+    given = assumptions["incident_rate_ratio"]
+    assert (irr.low, irr.base, irr.high) == (given.low, given.base, given.high)
+    assert "not estimable" in irr.basis
+    assert (out["mttr_ratio"].low, out["mttr_ratio"].base) == (0.7, 0.8)

@@ -52,6 +52,8 @@ class Export:
     encodings: tuple[str, ...] = ("utf-8", "utf-8-sig")
     # columns whose latest value dates a delivery that carries no period in its file name
     period_columns: tuple[str, ...] = ()
+    # optional columns of which every row must set at least one
+    require_one_of: tuple[str, ...] = ()
     column_names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -347,12 +349,30 @@ EXPORTS: dict[str, Export] = {
         Export(
             name="responders",
             folder="incidents",
-            description="Who responded to each incident and in which role.",
-            key=("incident_number", "responder_email"),
+            description=(
+                "Who responded to each incident and in which role. Incident tools that list "
+                "responders by name only give responder_name: it is linked to the HRIS by the "
+                "unique full name (an ambiguous name is never guessed)."
+            ),
+            key=("incident_number", "responder_email", "responder_name"),
             period_columns=("assigned_at",),
+            require_one_of=("responder_email", "responder_name"),
             columns=(
                 C("incident_number", "string"),
-                C("responder_email", "string", personal=True),
+                C(
+                    "responder_email",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="set this or responder_name",
+                ),
+                C(
+                    "responder_name",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="full name as the tool shows it, when it exports no e-mail",
+                ),
                 C("role", "string", values=RESPONDER_ROLES),
                 C("assigned_at", "timestamp", required=False),
             ),

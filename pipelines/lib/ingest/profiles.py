@@ -45,7 +45,8 @@ class Rule:
     map: dict[str, str] | None = None  # normalised vendor value -> contract value
     map_default: str | None = None  # value for anything the map does not list; None = keep
     formats: tuple[str, ...] = ()  # strptime formats (or "epoch") for dates and timestamps
-    split: str | None = None  # separator of a list column: one output row per item
+    split: str | None = None  # list columns (all of `columns`): one output row per item
+    by_position: tuple[str, ...] = ()  # in a split output: value for item 1, 2, ... (last repeats)
     from_service: bool = False  # cluster from sources.yml service map, else the service itself
 
     def sources(self) -> tuple[str, ...]:
@@ -103,6 +104,7 @@ _RULE_KEYS = {
     "format",
     "formats",
     "split",
+    "by_position",
     "from_service",
 }
 
@@ -137,9 +139,16 @@ def _rule(spec: object, where: str) -> Rule:
         map_default=None if spec.get("default") is None else str(spec["default"]),
         formats=_as_tuple(spec.get("format")) + _as_tuple(spec.get("formats")),
         split=spec.get("split"),
+        by_position=_as_tuple(spec.get("by_position")),
         from_service=bool(spec.get("from_service")),
     )
-    if not (rule.columns or rule.value is not None or rule.template or rule.file_name):
+    if not (
+        rule.columns
+        or rule.value is not None
+        or rule.template
+        or rule.file_name
+        or rule.by_position
+    ):
         raise ProfileError(f"{where}: give `column`, `value`, `template` or `file_name`")
     return rule
 

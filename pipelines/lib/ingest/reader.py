@@ -736,7 +736,14 @@ def _type_rows(
     ]
     typed = [f"{typed_sql(c, locale)} AS {typed_name(c)}" for c in export.columns]
     final = [f"{typed_name(c)} AS {_q(c.name)}" for c in export.columns]
-    reasons = ", ".join(reason_sql(c, locale) for c in export.columns)
+    reason_parts = [reason_sql(c, locale) for c in export.columns]
+    if export.require_one_of:
+        unset = " AND ".join(f"{_q(c)} IS NULL" for c in export.require_one_of)
+        named = " or ".join(export.require_one_of)
+        reason_parts.append(
+            f"CASE WHEN {unset} THEN {_lit(named + ': one of them is required')} END"
+        )
+    reasons = ", ".join(reason_parts)
     sql = (
         f"WITH cleaned AS (SELECT {', '.join(cleaned)}, _file, _line, _extra FROM _ingest_batch), "
         f"typed AS (SELECT *, {', '.join(typed)} FROM cleaned) "

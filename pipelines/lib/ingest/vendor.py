@@ -74,7 +74,8 @@ def split_vendor_bytes(
         encoding=table.encoding,
         delimiter=table.delimiter,
         locale=locale if locale in export.locales else export.locales[0],
-        rows_total=table.rows_total,
+        # a list column gives one row per item: delivered rows = rows produced + rejected
+        rows_total=len(lines) + len(table.rejected) + len(rejected),
         values=values,
         lines=lines,
         extras=extras_json(kept, extra),
@@ -111,15 +112,36 @@ def map_records(
             continue
         items = [row]
         if split is not None:
-            col, rule = split
-            parts = [p.strip() for p in (row[col] or "").split(rule.split) if p.strip()]
-            items = [{**row, col: p} for p in parts]  # no item: the record has no such rows
+            items = _split_items(row, split, record, index, output)
         for item in items:
             for c in output.rules:
                 columns[c].append(item[c])
             columns["_record"].append(pos)
             lines.append(line)
     return columns, lines, rejected
+
+
+def _split_items(
+    row: dict, split: tuple[str, Rule], record: list[str], index: dict[str, int], output: Output
+) -> list[dict]:
+    """One row per item of the list columns (assignee, acknowledged by, resolved by, ...),
+    each person once; a record listing nobody gives no rows."""
+    col, rule = split
+    items: list[str] = []
+    for name in rule.columns:
+        i = index.get(norm(name))
+        if i is None:
+            continue
+        for part in record[i].split(rule.split or ","):
+            part = part.strip()
+            if part and norm(part) not in {norm(x) for x in items}:
+                items.append(part)
+    positional = {c: r.by_position for c, r in output.rules.items() if r.by_position}
+    out = []
+    for n, item in enumerate(items):
+        extra = {c: vals[min(n, len(vals) - 1)] for c, vals in positional.items()}
+        out.append({**row, col: item, **extra})
+    return out
 
 
 def _apply(
@@ -130,6 +152,8 @@ def _apply(
     ctype: str,
     config: SourcesConfig,
 ) -> str | None:
+    if rule.by_position:
+        return rule.by_position[0]
     value, source = _raw_value(rule, record, index, file_name)
     if rule.from_service:
         value = config.service_clusters.get(norm(value or ""), value)

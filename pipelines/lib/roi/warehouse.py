@@ -176,6 +176,8 @@ def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, 
             )
         r = rows.row(0, named=True)
         vals = (r["ci_low"], r["estimate"], r["ci_high"])
+        if all(v is None for v in vals):
+            continue  # not estimable from these data (too few people): the assumption stands
         if any(v is None or v <= 0 for v in vals):
             raise RoiInputError(
                 f"marts.certification_effect, metric '{metric}': estimate and CI must be positive "
@@ -190,9 +192,21 @@ def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, 
 def warehouse_assumptions(
     assumptions: Mapping[str, Assumption], certification_effect: pl.DataFrame
 ) -> dict[str, Assumption]:
-    """The assumptions with the ratios replaced by the measured effect and its CI."""
+    """The assumptions with the ratios replaced by the measured effect and its CI.
+
+    A ratio the statistics could not estimate (no estimate and no CI: too few engineers or
+    events) keeps the assumption file's range, and its basis says so.
+    """
     out = dict(assumptions)
-    for name, (lo, est, hi) in effect_params(certification_effect).items():
+    measured = effect_params(certification_effect)
+    for name in ("incident_rate_ratio", "mttr_ratio"):
+        if name not in measured and name in out:
+            out[name] = replace(
+                out[name],
+                basis=f"{out[name].basis}; not estimable from the data "
+                "(marts.certification_effect has no estimate), so the assumed range is used",
+            )
+    for name, (lo, est, hi) in measured.items():
         out[name] = replace(
             out[name],
             low=lo,
