@@ -18,7 +18,7 @@ import pytest
 
 from pipelines.config import Settings
 from pipelines.lib.ingest import ingest_all, ingest_export, rebuild_raw_from_archive
-from pipelines.lib.ingest.check import check_sources, files_not_fully_loaded
+from pipelines.lib.ingest.check import check_sources, files_not_fully_loaded, missing_exports
 from pipelines.lib.ingest.profiles import (
     ProfileError,
     load_profiles,
@@ -368,3 +368,26 @@ def test_files_not_fully_loaded_names_each_with_its_reason(settings):
     assert "revoked" in issues[("Issued Badges.csv", "certifications")].reason
     assert "a folder" in issues[("fleet/gpu_fleet_2024-03.csv", None)].reason
     assert ("Users - Courses.csv", "enrolments") not in issues  # loaded in full
+
+
+def test_missing_exports_are_named_with_what_they_cost(settings):
+    drop_company(settings)
+    ingest_all(settings)
+    missing = missing_exports(settings.raw_db)
+    assert set(missing) == {"contractor_hours", "courses", "gpu_fleet"}
+    assert missing["gpu_fleet"] == "no fleet export: team templates by fleet size not shown"
+
+
+def test_sources_check_command_exit_code_follows_the_findings(settings):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    drop_company(settings)
+    ok = CliRunner().invoke(app, ["sources", "check", str(settings.sources_dir)])
+    assert ok.exit_code == 0, ok.output
+    assert "hris/Employee Report.csv  ->  employees (BambooHR, profile bamboohr)" in ok.output
+    assert "quarantined x1 (first at line 9)" in ok.output
+    (settings.sources_dir / "lms" / "export (1).csv").write_text("a;b\n1;2\n")
+    bad = CliRunner().invoke(app, ["sources", "check", str(settings.sources_dir)])
+    assert bad.exit_code == 1 and "lms/export (1).csv  ->  MATCHES NOTHING" in bad.output

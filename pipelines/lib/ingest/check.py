@@ -222,3 +222,21 @@ def format_report(report: SourcesReport) -> str:
         out.append("Exports not delivered (what that means):")
         out += [f"    {e}: {why}" for e, why in report.missing.items()]
     return "\n".join(out)
+
+
+def missing_exports(raw_db: Path) -> dict[str, str]:
+    """Exports with no active delivery in the raw layer, with what the product cannot show.
+
+    Only employees is required; the run summary and the report name the rest
+    ("gpu_fleet: no fleet export: team templates by fleet size not shown").
+    """
+    delivered: set[str] = set()
+    if Path(raw_db).is_file():
+        with duckdb.connect(str(raw_db), read_only=True) as con:
+            delivered = {
+                e
+                for (e,) in con.execute(
+                    "SELECT DISTINCT export FROM manifest WHERE status = 'active' AND rows_loaded > 0"
+                ).fetchall()
+            }
+    return {e: why for e, why in MISSING_CONSEQUENCE.items() if e not in delivered}
