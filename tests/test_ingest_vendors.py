@@ -391,3 +391,127 @@ def test_sources_check_command_exit_code_follows_the_findings(settings):
     (settings.sources_dir / "lms" / "export (1).csv").write_text("a;b\n1;2\n")
     bad = CliRunner().invoke(app, ["sources", "check", str(settings.sources_dir)])
     assert bad.exit_code == 1 and "lms/export (1).csv  ->  MATCHES NOTHING" in bad.output
+
+
+# --- one fixture per further profile ---------------------------------------------------------------
+
+MORE = VENDORS / "more"
+PROFILE_FIXTURES = [
+    # file, folder, profile, {export: rows loaded}, (sql, expected)
+    (
+        "Mitarbeiter_Export.csv",
+        "hris",
+        "personio-de",
+        {"employees": 3, "job_history": 3},
+        (
+            "SELECT e.termination_date, e.termination_type, j.fte, j.annual_salary_usd, "
+            "e.first_name FROM employees e JOIN job_history j USING (employee_id) "
+            "WHERE employee_id = '1002'",
+            (date(2024, 3, 31), "voluntary", 0.8, 52000.0, "Anna"),
+        ),
+    ),
+    (
+        "Workday_Worker_Report.csv",
+        "hris",
+        "workday",
+        {"employees": 3, "job_history": 3},
+        (
+            "SELECT e.original_hire_date, e.termination_type, e.regrettable, j.employment_type "
+            "FROM employees e JOIN job_history j USING (employee_id) WHERE employee_id = '21002'",
+            (date(2019, 1, 7), "voluntary", True, "employee"),
+        ),
+    ),
+    (
+        "People data report.csv",
+        "hris",
+        "hibob",
+        {"employees": 3, "job_history": 3},
+        (
+            "SELECT e.hire_date, e.termination_date, e.termination_type, j.employment_type "
+            "FROM employees e JOIN job_history j USING (employee_id) WHERE employee_id = 'H-502'",
+            (date(2021, 6, 15), date(2024, 4, 30), "voluntary", "employee"),
+        ),
+    ),
+    (
+        "Rippling Employee Report.csv",
+        "hris",
+        "rippling",
+        {"employees": 2, "job_history": 2},
+        (
+            "SELECT e.termination_type, j.employment_type, j.team FROM employees e "
+            "JOIN job_history j USING (employee_id) WHERE employee_id = 'R-78'",
+            ("involuntary", "employee", "dgx-sfo-1"),
+        ),
+    ),
+    (
+        "exam_results.csv",
+        "lms",
+        "certiverse",
+        {"certifications": 3},
+        (
+            "SELECT result, exam_date, issued_on, score FROM certifications "
+            "WHERE attempt_id = 'CV-88002'",
+            ("fail", date(2024, 4, 2), None, 61.0),
+        ),
+    ),
+    (
+        "Course participation_2024-06.csv",
+        "lms",
+        "moodle",
+        {"enrolments": 2},
+        (
+            "SELECT enrolment_id, status, enrolled_on, completed_on, _period FROM enrolments "
+            "WHERE learner_email = 'priya.raman@example.com'",
+            (
+                "GPU-OPS-101:priya.raman@example.com",
+                "completed",
+                date(2024, 1, 8),
+                date(2024, 2, 20),
+                "2024-06",  # from the file name
+            ),
+        ),
+    ),
+    (
+        "incidents (1).csv",
+        "incidents",
+        "opsgenie",
+        {"incidents": 2},
+        (
+            "SELECT severity, opened_at, resolved_at, cluster FROM incidents "
+            "WHERE incident_number = '311'",
+            ("sev1", datetime(2024, 3, 5, 7, 52), datetime(2024, 3, 5, 10, 15), "dgx-muc-1"),
+        ),
+    ),
+    (
+        "incident.csv",
+        "incidents",
+        "servicenow",
+        {"incidents": 2, "responders": 3},
+        (
+            "SELECT i.severity, i.service, string_agg(r.responder_name || ':' || r.role, ' ' "
+            "ORDER BY r.role) FROM incidents i JOIN responders r USING (incident_number) "
+            "WHERE incident_number = 'INC0010032' GROUP BY ALL",
+            ("sev1", "GPU Cluster BER-2", "Mei Chen:primary Priya Raman:secondary"),
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("file", "folder", "profile", "loaded", "probe"),
+    PROFILE_FIXTURES,
+    ids=[f[2] for f in PROFILE_FIXTURES],
+)
+def test_each_profile_loads_its_vendor_file(settings, file, folder, profile, loaded, probe):
+    shutil.copyfile(MORE / file, settings.sources_dir / folder / file)
+    shutil.copyfile(VENDORS / "sources.yml", settings.sources_dir / "sources.yml")
+    results = ingest_all(settings)
+    assert all(not r.unknown_files and not r.files_failed for r in results.values())
+    rows = query(
+        settings, "SELECT export, profile, rows_total, rows_loaded, rows_quarantined FROM manifest"
+    )
+    assert {r[0]: r[3] for r in rows} == loaded
+    assert {r[1] for r in rows} == {profile}
+    assert all(r[2] == r[3] + r[4] for r in rows)
+    sql, expected = probe
+    assert query(settings, sql) == [expected]
