@@ -42,7 +42,7 @@ from pipelines.lib.ingest.reader import (
     FileError,
     ParsedFile,
     SplitFile,
-    read_table,
+    peek_header,
     split_export_bytes,
     type_split_files,
 )
@@ -190,7 +190,7 @@ def _discover_vendor_file(
         return
     setting = config.for_file(folder, path.name)
     try:
-        header = read_table(path.read_bytes(), path.name).header
+        header = peek_header(path)
     except FileError as e:
         if parse_file_name(path.name) is None:
             found.unknown.append(rel)

@@ -494,6 +494,19 @@ def read_table(
     )
 
 
+def peek_header(path: Path, limit: int = 65536) -> list[str]:
+    """The header of a delivery without reading all of it (a workbook is read whole)."""
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    if head.startswith(XLSX_MAGIC):
+        return read_table(Path(path).read_bytes(), Path(path).name).header
+    if not head.strip(b" \t\r\n\xef\xbb\xbf"):
+        raise FileError(f"{Path(path).name}: the file is empty.")
+    text = head.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    first = text.split("\n", 1)[0]
+    return next(csv.reader(io.StringIO(first), delimiter=detect_delimiter(first)), [])
+
+
 def decode_text(data: bytes, encodings: Sequence[str], file_name: str) -> tuple[str, str]:
     """Reject empty and binary (UTF-16) files, then decode (see `decode`)."""
     if not data.strip(b" \t\r\n\xef\xbb\xbf"):
