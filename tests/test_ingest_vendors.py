@@ -515,3 +515,33 @@ def test_each_profile_loads_its_vendor_file(settings, file, folder, profile, loa
     assert all(r[2] == r[3] + r[4] for r in rows)
     sql, expected = probe
     assert query(settings, sql) == [expected]
+
+
+def test_api_field_name_exports_are_recognised_too(settings):
+    """BambooHR's API field names and Credly's snake_case badge fields (domain reference)."""
+    (settings.sources_dir / "hris" / "employees.csv").write_text(
+        "employeeNumber,firstName,lastName,workEmail,hireDate,terminationDate,"
+        "terminationTypeId,department,division,jobTitle,location,employmentStatus\n"
+        "7,Ada,Lovelace,ada@example.com,2021-04-12,2024-01-31,Voluntary,dgx-1,"
+        "AI Infrastructure,Senior Engineer,Munich,Full-Time\n"
+    )
+    (settings.sources_dir / "lms" / "badges.csv").write_text(
+        "recipient_email,badge_template_id,issued_at,issued_to,issued_to_first_name,"
+        "issued_to_last_name,expires_at\n"
+        "ada@example.com,4f5e6d7c-0001,2023-05-10T09:12:44Z,Ada Lovelace,Ada,Lovelace,"
+        "2025-05-10T09:12:44Z\n"
+    )
+    results = ingest_all(settings)
+    assert "bamboohr" in results["employees"].recognised["hris/employees.csv"]
+    assert "credly" in results["certifications"].recognised["lms/badges.csv"]
+    assert query(settings, "SELECT termination_type FROM employees") == [("voluntary",)]
+    assert query(
+        settings, "SELECT attempt_id, certification_code, result, issued_on FROM certifications"
+    ) == [
+        (
+            "ada@example.com:4f5e6d7c-0001:2023-05-10T09:12:44Z",
+            "4f5e6d7c-0001",
+            "pass",
+            date(2023, 5, 10),
+        )
+    ]

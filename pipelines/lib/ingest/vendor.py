@@ -170,12 +170,15 @@ def _apply(
 def _raw_value(
     rule: Rule, record: list[str], index: dict[str, int], file_name: str
 ) -> tuple[str | None, str]:
-    """The vendor value for a rule, and where it came from (for quarantine reasons)."""
-    if rule.value is not None:
-        return rule.value, "the profile's constant"
-    if rule.file_name is not None:
-        m = re.search(rule.file_name, PurePath(file_name).name)
-        return (m.group("value") if m else None), "the file name"
+    """The vendor value for a rule, and where it came from (for quarantine reasons).
+
+    The first non-empty of: the listed columns, the template, the file name, the constant (a
+    constant next to columns is the value when the export lacks them or leaves them empty).
+    """
+    for name in rule.columns:
+        i = index.get(norm(name))
+        if i is not None and record[i].strip():
+            return record[i].strip(), f"column {name!r}"
     if rule.template is not None:
 
         def field(m: re.Match) -> str:
@@ -183,12 +186,15 @@ def _raw_value(
             return record[i].strip() if i is not None else ""
 
         text = re.sub(r"{([^{}]+)}", field, rule.template)
-        return (text if text.strip(" -_:/") else None), f"template {rule.template!r}"
-    for name in rule.columns:
-        i = index.get(norm(name))
-        if i is not None and record[i].strip():
-            return record[i].strip(), f"column {name!r}"
-    return None, "no column"
+        if text.strip(" -_:/"):
+            return text, f"template {rule.template!r}"
+    if rule.file_name is not None:
+        m = re.search(rule.file_name, PurePath(file_name).name)
+        if m:
+            return m.group("value"), "the file name"
+    if rule.value is not None:
+        return rule.value, "the profile's constant"
+    return None, f"column {rule.columns[0]!r}" if rule.columns else "no column"
 
 
 def _reformat(value: str, rule: Rule, ctype: str, source: str) -> str:
