@@ -107,7 +107,7 @@ class Discovery:
 
 # names under which copy tools write a file that is not complete yet
 TEMPORARY_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload", ".filepart", "~")
-VENDOR_SUFFIXES = (".csv", ".txt", ".tsv", ".xlsx")
+VENDOR_SUFFIXES = (".csv", ".xlsx")
 
 
 def discover(
