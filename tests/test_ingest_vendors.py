@@ -545,3 +545,15 @@ def test_api_field_name_exports_are_recognised_too(settings):
             date(2023, 5, 10),
         )
     ]
+
+
+def test_report_without_job_columns_loads_employees_and_names_the_gap(settings):
+    rows = (VENDORS / "Employee Report.csv").read_text().splitlines()
+    keep = [i for i, h in enumerate(rows[0].split(",")) if h not in ("Division", "Department")]
+    text = "\n".join(",".join(r.split(",")[i] for i in keep) for r in rows if "Hamilton" not in r)
+    (settings.sources_dir / "hris" / "Employee Report.csv").write_text(text + "\n")
+    results = ingest_all(settings)
+    assert results["employees"].files_loaded == 1
+    assert results["job_history"].files_seen == 0
+    gap = results["job_history"].not_loaded["hris/Employee Report.csv as job_history"]
+    assert "division (from Division" in gap and "team (from Department" in gap

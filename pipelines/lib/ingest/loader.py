@@ -32,6 +32,7 @@ from pipelines.lib.ingest.manifest import (
 from pipelines.lib.ingest.profiles import (
     Profile,
     SourcesConfig,
+    absent_sources,
     load_profiles,
     load_sources_config,
     period_from_name,
@@ -207,7 +208,16 @@ def _discover_vendor_file(
             )
         found.not_loaded[rel] = rec.reason + hint
         return
-    if export not in rec.profile.exports:
+    output = rec.profile.output(export)
+    if output is None:
+        return
+    absent = absent_sources(output, header)
+    if absent:
+        # e.g. an HRIS report without a division: its employees load, its job records cannot
+        found.not_loaded[f"{rel} as {export}"] = (
+            f"read as {rec.profile.name}, but the header cannot give {export}: it lacks "
+            f"{'; '.join(absent)}; the file's other exports still load"
+        )
         return
     period, source = period_from_name(path.name), "file name"
     if setting is not None and setting.period:

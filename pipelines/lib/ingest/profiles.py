@@ -67,6 +67,20 @@ class Output:
         return next(((c, r) for c, r in self.rules.items() if r.split), None)
 
 
+def absent_sources(output: Output, header: list[str]) -> list[str]:
+    """Required contract columns of `output` that this header cannot fill at all."""
+    present = {norm(h) for h in header}
+    export = EXPORTS[output.export]
+    absent = []
+    for col in export.required_columns:
+        rule = output.rules[col]
+        if rule.value is not None or rule.file_name or rule.by_position:
+            continue
+        if not any(norm(h) in present for h in rule.sources()):
+            absent.append(f"{col} (from {' or '.join(rule.sources())})")
+    return absent
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
