@@ -200,6 +200,9 @@ def test_credly_and_pagerduty_values(settings):
     assert incidents["1041"][:3] == ("sev2", "dgx-muc-1", "GPU Cluster MUC-1")
     assert incidents["1043"][0] == "sev4"  # low urgency
     assert incidents["1042"][3] == datetime(2024, 3, 2, 10, 15)  # -08:00 converted to UTC
+    acked = dict(query(settings, "SELECT incident_number, acknowledged_at FROM incidents"))
+    # created_on + seconds_to_first_ack: 2024-03-02T02:15-08:00 + 900 s; 1045 never acknowledged
+    assert acked["1042"] == datetime(2024, 3, 2, 10, 30) and acked["1045"] is None
     assert incidents["1045"][4] is None and incidents["1041"][5] is None
     (reason,) = query(settings, "SELECT reason FROM quarantine WHERE export = 'incidents'")
     assert "2099" in reason[0] and "plausible range" in reason[0]

@@ -48,9 +48,10 @@ class Rule:
     split: str | None = None  # list columns (all of `columns`): one output row per item
     by_position: tuple[str, ...] = ()  # in a split output: value for item 1, 2, ... (last repeats)
     from_service: bool = False  # cluster from sources.yml service map, else the service itself
+    plus_seconds: str | None = None  # a timestamp: this column's seconds added (time to ack)
 
     def sources(self) -> tuple[str, ...]:
-        found = tuple(self.columns)
+        found = tuple(self.columns) + ((self.plus_seconds,) if self.plus_seconds else ())
         if self.template:
             found += tuple(re.findall(r"{([^{}]+)}", self.template))
         return found
@@ -120,6 +121,7 @@ _RULE_KEYS = {
     "split",
     "by_position",
     "from_service",
+    "plus_seconds",
 }
 
 
@@ -155,6 +157,7 @@ def _rule(spec: object, where: str) -> Rule:
         split=spec.get("split"),
         by_position=_as_tuple(spec.get("by_position")),
         from_service=bool(spec.get("from_service")),
+        plus_seconds=spec.get("plus_seconds"),
     )
     if not (
         rule.columns

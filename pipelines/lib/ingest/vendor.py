@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pipelines.lib.contracts import EXPORTS
@@ -164,7 +164,24 @@ def _apply(
         value = mapped if mapped is not None else (rule.map_default or value)
     if ctype in ("date", "timestamp"):
         value = _reformat(value, rule, ctype, source)
+    if rule.plus_seconds:
+        value = _plus_seconds(value, rule.plus_seconds, record, index)
     return value
+
+
+def _plus_seconds(value: str, column: str, record: list[str], index: dict[str, int]) -> str | None:
+    """`value` (a timestamp) plus the seconds in `column`; None when the column is empty."""
+    i = index.get(norm(column))
+    seconds = record[i].strip() if i is not None else ""
+    if not re.fullmatch(r"\d+(\.\d+)?", seconds):
+        return None  # not acknowledged (or not a number: the time stays unknown)
+    try:
+        start = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value  # the contract typing names the bad timestamp
+    if start.tzinfo is not None:
+        start = start.astimezone(UTC).replace(tzinfo=None)
+    return (start + timedelta(seconds=float(seconds))).isoformat(sep=" ")
 
 
 def _raw_value(
