@@ -184,3 +184,18 @@ def test_truncated_last_row_and_wrong_delimiter_are_named(settings):
     assert issues["gpu_fleet_2024-03.csv"].quarantined == 1
     assert issues["gpu_fleet_2024-04.csv"].status == "failed"
     assert_rows_accounted(settings)
+
+
+def test_sources_check_foresees_blocked_redeliveries_and_unreadable_files(settings):
+    from pipelines.lib.ingest.check import check_sources
+
+    write(settings, "fleet/gpu_fleet_2024-03.csv", fleet(4))
+    write(settings, "fleet/gpu_fleet_2024-03_v2.csv", FLEET_HEADER)
+    write(settings, "lms/Badges.xlsx", b"PK\x03\x04 not a workbook")
+    write(settings, "lms/empty.csv", b"")
+    by = {f.path: f for f in check_sources(settings.sources_dir).files}
+    assert by["fleet/gpu_fleet_2024-03.csv"].status == "loads"
+    assert by["fleet/gpu_fleet_2024-03_v2.csv"].status == "blocked"
+    assert "allow_shrink" in by["fleet/gpu_fleet_2024-03_v2.csv"].note
+    assert by["lms/Badges.xlsx"].status == "unknown" and "workbook" in by["lms/Badges.xlsx"].note
+    assert by["lms/empty.csv"].status == "unknown" and "empty" in by["lms/empty.csv"].note

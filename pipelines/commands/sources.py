@@ -22,7 +22,8 @@ def check(
 ) -> None:
     """List every file: recognised as which export and vendor, period, rows, encoding, locale,
     what will be quarantined and why; and every file that matches nothing, with the closest
-    profile and its missing columns. Exits 1 when a file would fail or matches nothing."""
+    profile and its missing columns. Exits 1 when a file would fail, be blocked as a
+    shrinking re-delivery, or matches nothing."""
     from pipelines.lib.ingest.check import check_sources, format_report
     from pipelines.lib.ingest.profiles import ProfileError
 
@@ -35,5 +36,5 @@ def check(
         typer.echo(f"talent sources check: {exc}", err=True)
         raise typer.Exit(2) from exc
     typer.echo(format_report(report))
-    if any(f.status in ("fails", "unknown") for f in report.files):
+    if any(f.status in ("fails", "unknown", "blocked") for f in report.files):
         raise typer.Exit(1)

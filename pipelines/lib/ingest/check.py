@@ -45,7 +45,7 @@ class FileCheck:
     """What a load would make of one file (for one export, when a file feeds several)."""
 
     path: str  # relative to the sources folder
-    status: str  # loads, fails, unknown, skipped
+    status: str  # loads, fails, blocked (shrinking re-delivery), unknown, skipped
     export: str | None = None
     profile: str | None = None
     vendor: str | None = None
@@ -90,22 +90,40 @@ def check_sources(sources_dir: Path) -> SourcesReport:
     config = load_sources_config(sources_dir)
     report = SourcesReport(str(sources_dir))
     seen_other: dict[str, str] = {}
+    unknown: set[str] = set()
     with duckdb.connect() as con:
         for export in EXPORTS:
             found = discover_export(sources_dir, export, profiles, config)
-            for d in found.deliveries:
-                report.files.append(_check_delivery(d, found.recognised, config, con))
+            checks = [_check_delivery(d, found.recognised, config, con) for d in found.deliveries]
+            report.files += _mark_shrinking(checks, config.min_redelivery_share)
             seen_other.update(found.not_loaded)
+            unknown.update(found.unknown)
             if not found.deliveries:
                 report.missing[export] = MISSING_CONSEQUENCE[export]
-    unknown = {
-        name: reason for name, reason in seen_other.items() if "matches no profile" in reason
-    }
     for name, reason in sorted(seen_other.items()):
-        status = "unknown" if name in unknown or "not a CSV" in reason else "skipped"
+        status = "unknown" if name in unknown else "skipped"
         report.files.append(FileCheck(path=name, status=status, note=reason))
     report.files.sort(key=lambda f: (f.path, f.export or ""))
     return report
+
+
+def _mark_shrinking(checks: list[FileCheck], share: float) -> list[FileCheck]:
+    """A later version of a period with far fewer rows than an earlier one in the folder will
+    be blocked by the load's re-delivery check (unless sources.yml allows it)."""
+    out: list[FileCheck] = []
+    best: dict[str, tuple[int, str]] = {}  # period -> (rows, file) of the versions so far
+    for c in checks:  # load order: period, then version
+        before = best.get(c.period or "")
+        if c.status == "loads" and before and before[0] and c.loadable < before[0] * share:
+            note = (
+                f"{c.note}; BLOCKED on load: {c.loadable} row(s) would replace {before[1]} "
+                f"({before[0]} rows); allow it in sources.yml (allow_shrink) if it is right"
+            )
+            c = FileCheck(**{**c.__dict__, "status": "blocked", "note": note})
+        elif c.status == "loads":
+            best[c.period or ""] = (c.loadable, c.path)
+        out.append(c)
+    return out
 
 
 def _check_delivery(d, recognised: dict[str, str], config, con) -> FileCheck:
@@ -197,7 +215,7 @@ def format_report(report: SourcesReport) -> str:
     """The check as plain text, one block per file."""
     out = [f"Sources folder {report.sources_dir}", ""]
     for f in report.files:
-        if f.status in ("loads", "fails"):
+        if f.status in ("loads", "fails", "blocked"):
             head = f"{f.path}  ->  {f.export} ({f.vendor}"
             head += f", profile {f.profile})" if f.profile else ")"
             out.append(head)
@@ -214,7 +232,10 @@ def format_report(report: SourcesReport) -> str:
             for reason, n, line in f.reasons:
                 out.append(f"    quarantined x{n} (first at line {line}): {reason}")
         else:
-            label = "MATCHES NOTHING" if f.status == "unknown" else "SKIPPED"
+            label = "SKIPPED"
+            if f.status == "unknown":
+                fits = "matches no profile" in f.note or "fits" in f.note
+                label = "MATCHES NOTHING" if fits else "NOT LOADED"
             out.append(f"{f.path}  ->  {label}")
             out.append(f"    {f.note}")
         out.append("")
