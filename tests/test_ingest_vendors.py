@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import zipfile
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -371,6 +371,14 @@ def test_files_not_fully_loaded_names_each_with_its_reason(settings):
     assert "revoked" in issues[("Issued Badges.csv", "certifications")].reason
     assert "a folder" in issues[("fleet/gpu_fleet_2024-03.csv", None)].reason
     assert ("Users - Courses.csv", "enrolments") not in issues  # loaded in full
+    # the same bytes again under another name: named as a duplicate
+    shutil.copyfile(VENDORS / "incidents.csv", settings.sources_dir / "incidents" / "copy.csv")
+    later = datetime.now(UTC).replace(tzinfo=None)  # the manifest records UTC
+    results = ingest_all(settings)
+    issues = files_not_fully_loaded(settings.raw_db, results, since=later)
+    names = {(i.file, i.status) for i in issues}
+    assert ("copy.csv", "duplicate") in names
+    assert not any(i.file == "Employee Report.csv" for i in issues)  # loaded in an earlier run
 
 
 def test_missing_exports_are_named_with_what_they_cost(settings):

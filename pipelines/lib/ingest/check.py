@@ -171,14 +171,17 @@ class FileIssue:
 
 
 def files_not_fully_loaded(
-    raw_db: Path, results: dict[str, IngestResult] | None = None
+    raw_db: Path,
+    results: dict[str, IngestResult] | None = None,
+    since: datetime | None = None,
 ) -> list[FileIssue]:
     """Every delivery that did not load in full, with its reason (for the end-of-run summary).
 
-    From the manifest: failed files (unreadable, header problems, blocked re-deliveries) and
-    files with quarantined rows (the most frequent reason shown). From `results` (the last
-    load), files that were never read: unknown names, folders, dangling links, files still
-    being written.
+    From the manifest (recorded at or after `since`, when given: this run's files): failed
+    files (unreadable, header problems, blocked re-deliveries), duplicates (the same bytes
+    again: nothing loaded) and files with quarantined rows (the first reason shown). From
+    `results` (the last load), files that were never read: unknown names, folders, dangling
+    links, temporary names, files still being written, exports a vendor file cannot give.
     """
     issues: list[FileIssue] = []
     if Path(raw_db).is_file():
@@ -191,13 +194,15 @@ def files_not_fully_loaded(
                         WHERE q.file_id = m.file_id AND q.export = m.export
                         ORDER BY q.line_number LIMIT 1) AS first_reason
                 FROM manifest m
-                WHERE m.status = 'failed' OR m.rows_quarantined > 0
+                WHERE (m.status IN ('failed', 'duplicate') OR m.rows_quarantined > 0)
+                  AND (CAST(? AS TIMESTAMP) IS NULL OR m.loaded_at >= ?)
                 ORDER BY m.export, m.file_name
-                """
+                """,
+                [since, since],
             ).fetchall()
         for name, export, status, total, loaded, quarantined, message, first in rows:
-            if status == "failed":
-                reason = message or "failed"
+            if status in ("failed", "duplicate"):
+                reason = message or status
             else:
                 status = "rows quarantined"
                 reason = f"{quarantined} row(s) quarantined, e.g. {first}"
