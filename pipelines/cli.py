@@ -34,5 +34,8 @@ def _register(name: str, help_text: str) -> None:
 for _name, _help in COMMANDS.items():
     _register(_name, _help)
 
+# `talent sources check DIR`: a sub-app (one small module, imported when the CLI starts)
+app.add_typer(importlib.import_module("pipelines.commands.sources").app, name="sources")
+
 if __name__ == "__main__":
     app()

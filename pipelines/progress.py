@@ -103,6 +103,8 @@ class ExportLoad:
     rows_loaded: int = 0
     rows_quarantined: int = 0
     unknown_files: list[str] = field(default_factory=list)
+    # files in the export's folder that were not read at all: name -> reason
+    not_loaded: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_metadata(cls, export: str, meta: dict) -> ExportLoad:
@@ -118,6 +120,7 @@ class ExportLoad:
             rows_loaded=num("rows_loaded"),
             rows_quarantined=num("rows_quarantined"),
             unknown_files=list(meta.get("unknown_files") or []),
+            not_loaded=dict(meta.get("not_loaded") or {}),
         )
 
     def line(self) -> str:

@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.lib.locking import RunLockedError, warehouse_lock
@@ -40,6 +41,10 @@ class RunOutcome:
     step_seconds: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     log_path: Path | None = None
+    # nightly only: every file of this run not loaded in full ("file: reason"), and the
+    # exports that were never delivered with what that leaves out
+    not_fully_loaded: list[str] = field(default_factory=list)
+    missing_exports: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
@@ -47,11 +52,14 @@ class RunOutcome:
         if self.loads:
             lines.append("Loaded:")
             lines += [load.line() for load in self.loads]
-            unknown = sorted({f for load in self.loads for f in load.unknown_files})
-            if unknown:
-                lines.append(f"  not recognised, not loaded: {', '.join(unknown)}")
             if any(load.rows_quarantined for load in self.loads):
                 lines.append("  quarantined rows, with file, line and reason: table raw.quarantine")
+        if self.not_fully_loaded:
+            lines.append(f"Not fully loaded ({len(self.not_fully_loaded)} file(s)):")
+            lines += [f"  {item}" for item in self.not_fully_loaded]
+        if self.missing_exports:
+            lines.append("Not delivered (only employees is required):")
+            lines += [f"  {e}: {why}" for e, why in self.missing_exports.items()]
         checks = (
             self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
         )
@@ -93,13 +101,11 @@ def _outcome(result) -> RunOutcome:
     out = RunOutcome(success=result.success, run_id=result.run_id)
     for event in result.all_events:
         if event.event_type == dg.DagsterEventType.STEP_FAILURE:
-            err = event.step_failure_data.error
-            message = (err.message if err else "failed").strip().splitlines()
-            out.failures.append(Failure("step", event.step_key or "?", " ".join(message[:6])))
+            message = _error_text(event.step_failure_data.error)
+            out.failures.append(Failure("step", event.step_key or "?", message))
         elif event.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE:
-            err = event.event_specific_data.error
-            message = (err.message if err else "failed").strip().splitlines()
-            out.failures.append(Failure("resource", "talent", " ".join(message[:6])))
+            message = _error_text(event.event_specific_data.error)
+            out.failures.append(Failure("resource", "talent", message))
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             key = event.asset_key
             out.materialized.append(key.to_user_string())
@@ -118,6 +124,17 @@ def _outcome(result) -> RunOutcome:
             bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
             bucket.append(Failure("check", name, detail or "did not pass"))
     return out
+
+
+def _error_text(err) -> str:
+    """The innermost error's message: Dagster wraps the asset's own exception ("Error occurred
+    while executing op ...") and the cause is what the operator can act on."""
+    if err is None:
+        return "failed"
+    while getattr(err, "cause", None) is not None:
+        err = err.cause
+    lines = (err.message or "failed").strip().splitlines()
+    return " ".join(lines[:6])
 
 
 def _step_seconds(instance, run_id: str) -> dict[str, float]:
@@ -144,6 +161,7 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
     defs = build_definitions(settings)
     instance = _instance()
     t0 = time.monotonic()
+    since = datetime.now(UTC).replace(tzinfo=None)
     result = defs.resolve_job_def(job_name).execute_in_process(
         instance=instance,
         raise_on_error=False,
@@ -152,11 +170,31 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
         **kwargs,
     )
     outcome = _outcome(result)
+    if job_name == "nightly":
+        _add_delivery_issues(outcome, settings, since)
     outcome.wall_seconds = round(time.monotonic() - t0, 3)
     outcome.step_seconds = _step_seconds(instance, result.run_id)
     outcome.log_path = _write_log(settings, job_name, instance, result.run_id)
     _write_run_record(settings, job_name, outcome)
     return outcome
+
+
+def _add_delivery_issues(outcome: RunOutcome, settings: Settings, since: datetime) -> None:
+    """Name every file this run did not load in full, and the exports nobody delivered."""
+    from pipelines.lib.ingest.check import files_not_fully_loaded, missing_exports
+
+    if not settings.raw_db.exists():
+        return
+    for issue in files_not_fully_loaded(settings.raw_db, since=since):
+        outcome.not_fully_loaded.append(
+            f"{issue.file} -> {issue.export} ({issue.status}): {issue.reason}"
+        )
+    for load in outcome.loads:
+        for name, reason in load.not_loaded.items():
+            item = f"{name} (not loaded): {reason}"
+            if item not in outcome.not_fully_loaded:
+                outcome.not_fully_loaded.append(item)
+    outcome.missing_exports = missing_exports(settings.raw_db)
 
 
 def _write_log(settings: Settings, job_name: str, instance, run_id: str) -> Path:

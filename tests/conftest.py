@@ -88,7 +88,8 @@ def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
             "source_path VARCHAR, archive_path VARCHAR, period VARCHAR, version BIGINT, "
             "size_bytes BIGINT, rows_total BIGINT, rows_loaded BIGINT, rows_quarantined BIGINT, "
             "encoding VARCHAR, locale VARCHAR, delimiter VARCHAR, loaded_at TIMESTAMP, "
-            "status VARCHAR, superseded_by VARCHAR, message VARCHAR)"
+            "status VARCHAR, superseded_by VARCHAR, message VARCHAR, profile VARCHAR, "
+            "period_source VARCHAR)"
         )
         con.execute(
             "create table main.quarantine (file_id VARCHAR, export VARCHAR, file_name VARCHAR, "

@@ -58,7 +58,9 @@ def read_export(out: Path, export: str) -> list[dict]:
                 assert len(cells) == len(header), f"{path.name} line {line_no}: {len(cells)} cells"
                 row = {k: (v.strip() or None) for k, v in zip(header, cells, strict=True)}
                 key = tuple(row[k] for k in spec.key)
-                assert all(key), f"{path.name} line {line_no}: empty key {key}"
+                required = [row[k] for k in spec.key if spec.column(k).required]
+                one_of = [row[k] for k in spec.require_one_of] or [True]
+                assert all(required) and any(one_of), f"{path.name} line {line_no}: empty key {key}"
                 if key in seen_in_file:
                     assert seen_in_file[key] == cells, (
                         f"{path.name} line {line_no}: key {key} twice, different rows"

@@ -217,11 +217,22 @@ def test_utf8_only_export_delivered_in_windows_1252_fails_with_advice(settings):
 
 def test_files_matching_no_contract_are_reported_not_dropped(settings):
     deliver(settings, "gpu_fleet_v1.csv", "fleet", "gpu_fleet_2024-03.csv")
-    deliver(settings, "gpu_fleet_v1.csv", "fleet", "gpu-fleet March.csv")
     deliver(settings, "employees_bom_crlf.csv", "fleet", "employees_2024-01.csv")  # wrong folder
+    deliver(settings, "incidents_garbage.csv", "fleet", "notes.csv")
     result = ingest_export(settings, "gpu_fleet")
-    assert result.unknown_files == ["fleet/employees_2024-01.csv", "fleet/gpu-fleet March.csv"]
+    assert result.unknown_files == ["fleet/employees_2024-01.csv", "fleet/notes.csv"]
+    assert "matches no profile" in result.not_loaded["fleet/notes.csv"]
     assert result.files_seen == 1
+
+
+def test_our_own_format_under_another_name_is_recognised_from_its_header(settings):
+    deliver(settings, "gpu_fleet_v1.csv", "fleet", "gpu_fleet_2024-03.csv")
+    deliver(settings, "gpu_fleet_v1.csv", "fleet", "gpu-fleet March.csv")
+    result = ingest_export(settings, "gpu_fleet")
+    assert result.unknown_files == [] and result.files_seen == 2
+    assert "contract-gpu-fleet" in result.recognised["fleet/gpu-fleet March.csv"]
+    # the same bytes under two names: loaded once, the second recorded as a duplicate
+    assert result.files_loaded == 1 and result.files_skipped == 1
 
 
 def test_missing_sources_folder_says_what_to_do(tmp_path):

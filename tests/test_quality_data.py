@@ -36,7 +36,7 @@ EMAILS = [f"{n.lower()}.{s.lower()}@corp.example" for n, s in zip(NAMES, SURNAME
 
 @dataclass(frozen=True)
 class FakeSettings:
-    """The paths of `pipelines.config.Settings` the suites read, under a temporary folder."""
+    """The paths of `pipelines.lib.settings.Settings` the suites read, under a temporary folder."""
 
     warehouse_dir: Path
     min_group_size: int = 5

@@ -769,3 +769,18 @@ def test_worked_example_comparison_fits_one_line(report):
         f"return is ${per_year:,} a year. The data support its downtime avoided and contractor cost "
         "avoided, not its efficiency and faster deployment." in text
     )
+
+
+def test_missing_values_of_every_kind_print_as_a_dash():
+    """A company without a fleet export has NA GPU counts; an empty segment has no headcount."""
+    import math
+
+    import pandas as pd
+
+    from pipelines.lib.report.fmt import DASH, num
+    from pipelines.lib.report.stats import wilson_interval
+
+    assert num(pd.NA) == num(None) == num(math.nan) == DASH
+    assert num(1234.0) == "1,234"
+    assert all(math.isnan(x) for x in wilson_interval(1, math.nan))
+    assert wilson_interval(1, 3.6)[0] == pytest.approx(0.25)  # headcount 3.6 rounds to 4

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from pipelines.lib.contracts import EXPORTS, Column, Export
+from pipelines.lib.ingest.profiles import Profile, Rule, load_profiles
 from pipelines.lib.ingest.reader import FALSE_WORDS, TRUE_WORDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -31,13 +32,25 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`. Every file in it is a CSV delivery of one export named
+`fleet/`. Every file in it is a delivery: a CSV file or an Excel workbook (`.xlsx`, first
+sheet). Two kinds are read:
 
-    <export>_<period>[_v<N>].csv        e.g. employees_2024-03.csv, incidents_2024-03-31_v2.csv
+- **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
+  "incidents.csv"): recognised from the header by a vendor profile (see
+  [Vendor exports](#vendor-exports)) and mapped onto the exports below. The period is taken
+  from a date in the file name (`YYYY-MM` or `YYYY-MM-DD`), else from `sources.yml`, else from
+  the data (the latest date of the export's dating columns); the load report says which.
+- **Our own format**, one export per file named
 
-where `<period>` is `YYYY-MM` (a monthly delivery) or `YYYY-MM-DD` (a daily delivery) and
-`_v<N>` is the delivery version (1 when absent). A file whose name matches no export below is
-not loaded and is listed as an unknown file in the load report: rename it to load it.
+      <export>_<period>[_v<N>].csv        e.g. employees_2024-03.csv, incidents_2024-03-31_v2.csv
+
+  where `<period>` is `YYYY-MM` (a monthly delivery) or `YYYY-MM-DD` (a daily delivery) and
+  `_v<N>` is the delivery version (1 when absent). A file in this format under another name is
+  recognised from its header too.
+
+A file that matches nothing is not loaded and is listed with the closest profile and the
+columns it lacks. `talent sources check <folder>` shows all of this without loading anything.
+Only `employees` is required; what a missing export means is named in the check.
 
 ## How deliveries are loaded
 
@@ -57,7 +70,18 @@ not loaded and is listed as an unknown file in the load report: rename it to loa
   its physical line number (header = line 1) and a reason naming the column and the value; the
   rest of the file loads. A file that cannot be read as a whole (empty, not decodable, header
   without a required column, header cut off) is recorded as `failed`, loads nothing, and the
-  load reports it by name; other files still load.
+  load reports it by name; other files still load. A NUL byte quarantines its row; dates
+  before 1970 or more than a year after the load date (ten years for expiry dates) are
+  quarantined as implausible.
+- **Re-deliveries may not shrink silently.** A delivery that would supersede one holding
+  rows but keeps fewer than half of them (a header-only `_v2`, a cut-off export) is blocked:
+  recorded as `failed` with the reason, and the earlier delivery still counts. If the smaller
+  delivery is right, say so in `sources.yml` (`files: {{<name>: {{allow_shrink: true}}}}`).
+- **Files being written are not read.** A file changed within the last moments is watched
+  until it stops changing; one still growing, a temporary copy name (`.part`, `.tmp`,
+  `.crdownload`), a folder or a dangling link is named in the load report and not loaded.
+- **The same bytes as two exports** (one vendor file feeding two exports) are two deliveries:
+  a `duplicate` is only the same bytes again for the same export.
 
 ## Format
 
@@ -123,6 +147,76 @@ def export_section(export: Export) -> str:
     return "\n".join(lines)
 
 
+VENDOR_INTRO = """## Vendor exports
+
+A profile maps one tool's export onto the exports above; it is data
+(`pipelines/lib/ingest/profiles/*.yaml`), not code. A file is recognised when its header has
+all of the profile's recognising columns (`A | B`: either spelling); when several profiles
+fit, the one reading most of the file's columns wins, and a tie is an error naming the
+candidates. Vendor values are read through the profile: its date formats (ISO dates and
+timestamps with a zone are always accepted), value maps (termination reasons, badge names,
+priorities; a value the map does not list is kept and checked by the contract, or replaced by
+the map's `default`), constants and templates. No incident tool exports `cluster`,
+`gpus_affected` or `downtime_minutes`: the cluster is the service, or the service's entry in
+`service_clusters` of `sources.yml`; downtime is opened to resolved.
+
+### Your own profiles and `sources.yml`
+
+Put a profile in `<sources>/profiles/<name>.yaml`: the same `name` as a shipped profile
+replaces it (a badge map with your templates, another date format), a new name adds one.
+Rule keys: `column` / `columns` (first non-empty wins), `value` (constant), `template`
+(`"{Course Code}:{Username}"`), `file_name` (regex with a `value` group), `map` and `default`,
+`format` (strptime formats, or `epoch`), `split` (one row per list item), `from_service`.
+
+```yaml
+# <sources>/sources.yml
+files:                                   # by file name or glob (folder/name also matches)
+  "Employee Report.csv": {profile: bamboohr, period: 2024-06}
+  "gpu_fleet_2024-03_v2.csv": {allow_shrink: true}
+service_clusters:                        # incident service -> cluster (team) name
+  GPU Cluster MUC-1: dgx-muc-1
+min_redelivery_share: 0.5                # re-deliveries keeping less than this are blocked
+```
+"""
+
+
+def _rule_text(rule: Rule) -> str:
+    if rule.value is not None:
+        text = f"constant `{rule.value}`"
+    elif rule.template:
+        text = f"`{rule.template}`"
+    elif rule.file_name:
+        text = f"file name `{rule.file_name}`"
+    else:
+        text = " or ".join(f"`{c}`" for c in rule.columns)
+    if rule.map:
+        shown = ", ".join(f"{k} -> {v}" for k, v in rule.map.items())
+        text += f"; map {shown}" + (f"; else {rule.map_default}" if rule.map_default else "")
+    if rule.formats:
+        text += "; format " + ", ".join(f"`{f}`" for f in rule.formats)
+    if rule.from_service:
+        text += "; through `service_clusters`"
+    return _cell(text)
+
+
+def profile_section(profile: Profile) -> str:
+    lines = [
+        f"### {profile.title} (`{profile.name}`)",
+        "",
+        profile.documentation,
+        "",
+        f"- Folder `{profile.folder}/`; recognised by "
+        + ", ".join(f"`{h}`" for h in profile.recognise),
+        f"- Feeds: {', '.join(f'`{e}`' for e in profile.exports)}",
+        "",
+    ]
+    for output in profile.outputs:
+        lines += [f"| `{output.export}` column | read from |", "|---|---|"]
+        lines += [f"| `{c}` | {_rule_text(r)} |" for c, r in output.rules.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def render_readme() -> str:
     by_folder: dict[str, list[Export]] = {}
     for export in EXPORTS.values():
@@ -131,6 +225,11 @@ def render_readme() -> str:
     for folder, exports in by_folder.items():
         parts += [f"## `{folder}/`", ""]
         parts += [export_section(e) for e in exports]
+    parts.append(VENDOR_INTRO)
+    vendor = [p for p in load_profiles().values() if not p.name.startswith("contract-")]
+    order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3}
+    for profile in sorted(vendor, key=lambda p: (order.get(p.folder, 9), p.name)):
+        parts.append(profile_section(profile))
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -5,6 +5,7 @@
     from {{ source('raw', export) }} as r
     inner join {{ source('raw', 'manifest') }} as m
         on m.file_id = r._file_id
+        and m.export = '{{ export }}'
         and m.status = 'active'
     qualify row_number() over (
         partition by {% for k in key_columns %}r.{{ k }}{{ ', ' if not loop.last }}{% endfor %}

@@ -76,7 +76,8 @@ def schedules(settings: Settings) -> list[dg.ScheduleDefinition]:
 
 def contract_files(sources_dir: Path) -> list[Path]:
     """Files in a sources folder that ingestion will load (its own discovery rule)."""
-    return sorted(d.path for export in EXPORTS for d in discover(sources_dir, export)[0])
+    # a vendor file feeding two exports is one file
+    return sorted({d.path for export in EXPORTS for d in discover(sources_dir, export)[0]})
 
 
 def sources_fingerprint(sources_dir: Path, settle_seconds: float, now: float | None = None):

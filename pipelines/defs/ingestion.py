@@ -29,6 +29,8 @@ def result_metadata(result: IngestResult, table_rows: int) -> dict[str, object]:
         "quarantine_share": round(result.quarantine_share, 6),
         "table_row_count": table_rows,
         "unknown_files": dg.MetadataValue.json(result.unknown_files),
+        "not_loaded": dg.MetadataValue.json(result.not_loaded),
+        "recognised": dg.MetadataValue.json(result.recognised),
         "failed_files": dg.MetadataValue.json(
             [{"file": f, "message": m} for f, m in result.files_failed]
         ),
@@ -58,8 +60,10 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
         s = talent.settings
         result = ingest_export(s, export.name)
         metadata = result_metadata(result, table_row_count(s, export.name))
-        for name in result.unknown_files:
-            context.log.warning(f"{name} matches no export contract and was not loaded")
+        for name, reason in result.not_loaded.items():
+            context.log.warning(f"{name} was not loaded: {reason}")
+        for name, how in result.recognised.items():
+            context.log.info(f"{name}: {how}")
         if result.files_failed:
             raise dg.Failure(
                 description=failure_description(result), metadata=metadata, allow_retries=False

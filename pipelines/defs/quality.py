@@ -61,7 +61,9 @@ def to_check_result(result) -> dg.AssetCheckResult:
     }
     if meta["failing_expectations"]:
         metadata["failures"] = dg.MetadataValue.md(_markdown(meta["failing_expectations"]))
-        first = meta["failing_expectations"][0]
+        # the advice of the worst failure: an ERROR before any WARN
+        failing = meta["failing_expectations"]
+        first = next((f for f in failing if f["severity"] == "ERROR"), failing[0])
         metadata["first_failure"] = first["advice"]
     if meta["data_docs"]:
         metadata["data_docs"] = dg.MetadataValue.path(meta["data_docs"])

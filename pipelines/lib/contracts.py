@@ -34,6 +34,9 @@ class Column:
     values: tuple[str, ...] | None = None
     # header spellings seen in other exports (German HRIS, vendor tools), matched case-insensitively
     aliases: tuple[str, ...] = ()
+    # dates and timestamps: how far after the load date a value is still plausible (years);
+    # values before 1970 or beyond this are quarantined (an incident dated 2099 is a typo)
+    years_ahead: int = 1
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ class Export:
     # "de" = semicolon-separated, decimal comma, dd.mm.yyyy dates. Detected per file.
     locales: tuple[str, ...] = ("en",)
     encodings: tuple[str, ...] = ("utf-8", "utf-8-sig")
+    # columns whose latest value dates a delivery that carries no period in its file name
+    period_columns: tuple[str, ...] = ()
+    # optional columns of which every row must set at least one
+    require_one_of: tuple[str, ...] = ()
     column_names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +99,7 @@ EXPORTS: dict[str, Export] = {
                 "A rehire keeps the employee_id and starts a new spell."
             ),
             key=("employee_id", "hire_date"),
+            period_columns=("hire_date", "termination_date"),
             locales=("en", "de"),
             encodings=("utf-8", "utf-8-sig", "cp1252"),
             columns=(
@@ -163,6 +171,7 @@ EXPORTS: dict[str, Export] = {
                 "decided on division."
             ),
             key=("employee_id", "effective_date"),
+            period_columns=("effective_date",),
             locales=("en", "de"),
             encodings=("utf-8", "utf-8-sig", "cp1252"),
             columns=(
@@ -183,12 +192,18 @@ EXPORTS: dict[str, Export] = {
                 C(
                     "skill_level",
                     "integer",
-                    description="1 Foundation .. 5 Architect (seed-facts levels)",
+                    required=False,
+                    description="1 Foundation .. 5 Architect (seed-facts levels); HRIS exports rarely carry it",
                 ),
                 C("site", "string", aliases=("location", "Standort")),
                 C("manager_id", "string", required=False, aliases=("reportsToId",)),
                 C("employment_type", "string", values=EMPLOYMENT_TYPES),
-                C("fte", "decimal", description="full-time equivalent, 0 < fte <= 1"),
+                C(
+                    "fte",
+                    "decimal",
+                    required=False,
+                    description="full-time equivalent, 0 < fte <= 1; empty = not delivered",
+                ),
                 C(
                     "annual_salary_usd",
                     "decimal",
@@ -212,6 +227,7 @@ EXPORTS: dict[str, Export] = {
                 "list). Usually delivered by the vendor portal in German locale."
             ),
             key=("engagement_id", "month"),
+            period_columns=("month",),
             locales=("en", "de"),
             encodings=("utf-8", "utf-8-sig", "cp1252"),
             columns=(
@@ -255,6 +271,7 @@ EXPORTS: dict[str, Export] = {
                 "enrolment, again at completion)."
             ),
             key=("enrolment_id",),
+            period_columns=("enrolled_on", "completed_on"),
             columns=(
                 C("enrolment_id", "string"),
                 C("learner_email", "string", personal=True),
@@ -277,6 +294,7 @@ EXPORTS: dict[str, Export] = {
             folder="lms",
             description="Certification exam attempts; a passed attempt is an award with its expiry.",
             key=("attempt_id",),
+            period_columns=("exam_date", "issued_on"),
             columns=(
                 C("attempt_id", "string"),
                 C("learner_email", "string", personal=True),
@@ -289,7 +307,13 @@ EXPORTS: dict[str, Export] = {
                 C("result", "string", values=EXAM_RESULTS),
                 C("score", "decimal", required=False, description="0-100"),
                 C("issued_on", "date", required=False, description="award date; set when passed"),
-                C("expires_on", "date", required=False, description="empty = does not expire"),
+                C(
+                    "expires_on",
+                    "date",
+                    required=False,
+                    description="empty = does not expire",
+                    years_ahead=10,
+                ),
                 C("exam_fee_usd", "decimal", required=False),
             ),
         ),
@@ -298,27 +322,57 @@ EXPORTS: dict[str, Export] = {
             folder="incidents",
             description="Incidents from the on-call tool (PagerDuty-like), changed records.",
             key=("incident_number",),
+            period_columns=("opened_at", "resolved_at"),
             columns=(
                 C("incident_number", "string"),
                 C("title", "string", required=False),
                 C("service", "string"),
-                C("cluster", "string"),
+                C(
+                    "cluster",
+                    "string",
+                    required=False,
+                    description="no incident tool exports it: empty = the service stands in",
+                ),
                 C("severity", "string", values=SEVERITIES),
                 C("opened_at", "timestamp"),
                 C("acknowledged_at", "timestamp", required=False),
                 C("resolved_at", "timestamp", required=False, description="empty while open"),
-                C("gpus_affected", "integer"),
-                C("downtime_minutes", "decimal"),
+                C("gpus_affected", "integer", required=False),
+                C(
+                    "downtime_minutes",
+                    "decimal",
+                    required=False,
+                    description="empty = opened to resolved",
+                ),
             ),
         ),
         Export(
             name="responders",
             folder="incidents",
-            description="Who responded to each incident and in which role.",
-            key=("incident_number", "responder_email"),
+            description=(
+                "Who responded to each incident and in which role. Incident tools that list "
+                "responders by name only give responder_name: it is linked to the HRIS by the "
+                "unique full name (an ambiguous name is never guessed)."
+            ),
+            key=("incident_number", "responder_email", "responder_name"),
+            period_columns=("assigned_at",),
+            require_one_of=("responder_email", "responder_name"),
             columns=(
                 C("incident_number", "string"),
-                C("responder_email", "string", personal=True),
+                C(
+                    "responder_email",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="set this or responder_name",
+                ),
+                C(
+                    "responder_name",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="full name as the tool shows it, when it exports no e-mail",
+                ),
                 C("role", "string", values=RESPONDER_ROLES),
                 C("assigned_at", "timestamp", required=False),
             ),
@@ -328,6 +382,7 @@ EXPORTS: dict[str, Export] = {
             folder="fleet",
             description="GPU count per cluster, as of a date (one snapshot per cluster and month).",
             key=("cluster", "as_of_date"),
+            period_columns=("as_of_date",),
             columns=(
                 C("cluster", "string"),
                 C("as_of_date", "date"),

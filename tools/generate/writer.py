@@ -122,7 +122,7 @@ class ExportWriter:
         period = self.period_of(d)
         if period in self._written:
             raise RuntimeError(f"{export} row dated {d} arrived after period {period} was written")
-        key = tuple(row[k] for k in EXPORTS[export].key)
+        key = tuple(row.get(k) for k in EXPORTS[export].key)  # optional key columns may be absent
         self._buffer.setdefault(period, {}).setdefault(export, {})[key] = row
 
     # --- writing --------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 -- One row: the first month and the as-of date the warehouse covers.
 -- first_month = the month of the first HRIS delivery: history before it only holds the people
 -- who survived until then (leavers before it were never delivered), so attrition there would
--- be biased. as_of_date = var `as_of_date` when set, else the end of the month of the latest
--- dated record.
+-- be biased. A vendor report (manifest.profile set) is a full snapshot that includes leavers,
+-- so it bounds nothing: the history starts at the first hire. as_of_date = var `as_of_date`
+-- when set, else the end of the month of the latest dated record.
 with deliveries as (
     select min(strptime(left(period, 7) || '-01', '%Y-%m-%d'))::date as first_delivery
     from {{ source('raw', 'manifest') }}
     where
         status = 'active'
         and export in ('employees', 'job_history')
+        and profile is null
 ),
 
 dated as (

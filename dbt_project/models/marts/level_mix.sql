@@ -1,7 +1,8 @@
--- Headcount at month end by role family and skill level.
+-- Headcount at month end by role family and skill level. People without a skill level (most
+-- HRIS exports carry none) are left out: the mix describes the levels that are known.
 with panel as (
     select * from {{ ref('int_engineer_months') }}
-    where active_at_month_end
+    where active_at_month_end and skill_level is not null
 ),
 
 final as (

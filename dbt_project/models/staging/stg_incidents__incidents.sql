@@ -8,7 +8,8 @@ renamed as (
         -- ids
         incident_number,
         service,
-        cluster,
+        -- incident tools export no cluster: the service stands in (mapped at ingestion)
+        coalesce(cluster, service) as cluster,
         lower(trim(severity)) as severity,
         -- timestamps
         opened_at,
@@ -16,7 +17,9 @@ renamed as (
         resolved_at,
         -- numerics
         gpus_affected,
-        downtime_minutes,
+        -- no downtime column in the export: opened to resolved
+        coalesce(downtime_minutes, date_diff('second', opened_at, resolved_at) / 60.0)
+            as downtime_minutes,
         date_diff('second', opened_at, acknowledged_at) / 60.0 as acknowledge_minutes,
         date_diff('second', opened_at, resolved_at) / 60.0 as resolve_minutes,
     from source

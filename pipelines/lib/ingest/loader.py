@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,13 +29,25 @@ from pipelines.lib.ingest.manifest import (
     export_table_ddl,
     known_deliveries,
 )
+from pipelines.lib.ingest.profiles import (
+    Profile,
+    SourcesConfig,
+    absent_sources,
+    load_profiles,
+    load_sources_config,
+    period_from_name,
+    recognise,
+    version_from_name,
+)
 from pipelines.lib.ingest.reader import (
     FileError,
     ParsedFile,
     SplitFile,
+    peek_header,
     split_export_bytes,
     type_split_files,
 )
+from pipelines.lib.ingest.vendor import split_vendor_bytes
 from pipelines.lib.settings import Settings
 
 
@@ -53,6 +66,11 @@ class IngestResult:
     rows_loaded: int = 0
     rows_quarantined: int = 0
     unknown_files: list[str] = field(default_factory=list)  # relative to the sources folder
+    # why each unknown file matched nothing, and entries skipped without loading (folders,
+    # dangling links, files still being written): relative name -> reason
+    not_loaded: dict[str, str] = field(default_factory=dict)
+    # vendor files: relative name -> "profile <name>, period <p> from <source>"
+    recognised: dict[str, str] = field(default_factory=dict)
 
     @property
     def quarantine_share(self) -> float:
@@ -63,45 +81,181 @@ class IngestResult:
 @dataclass(frozen=True)
 class Delivery:
     export: str
-    period: str
+    period: str | None  # None: taken from the data once the file is read
     version: int
     path: Path
+    profile: Profile | None = None  # None: a file in our own format under its contract name
+    period_source: str = "file name"  # file name, sources.yml or data
 
     @property
     def sort_key(self) -> tuple[str, str, int, str]:
-        return (self.export, self.period, self.version, self.path.name)
+        return (self.export, self.period or "9999", self.version, self.path.name)
+
+    @property
+    def relative(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
 
 
 # --- discovery -------------------------------------------------------------------------------
 
 
-def discover(sources_dir: Path, export: str) -> tuple[list[Delivery], list[str]]:
-    """Contract files of `export` in its folder, in load order, and the folder's unknown files.
+@dataclass
+class Discovery:
+    deliveries: list[Delivery] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # relative names
+    not_loaded: dict[str, str] = field(default_factory=dict)  # relative name -> reason
+    recognised: dict[str, str] = field(default_factory=dict)  # relative name -> how
 
-    A file whose name matches no contract (or a contract of another folder) is reported, never
-    dropped silently: it is usually a misnamed delivery that someone expects to see loaded.
+
+# names under which copy tools write a file that is not complete yet
+TEMPORARY_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload", ".filepart", "~")
+VENDOR_SUFFIXES = (".csv", ".xlsx")
+
+
+def discover(
+    sources_dir: Path,
+    export: str,
+    profiles: dict[str, Profile] | None = None,
+    config: SourcesConfig | None = None,
+) -> tuple[list[Delivery], list[str]]:
+    """Deliveries of `export` in its folder, in load order, and the folder's unknown files."""
+    found = discover_export(sources_dir, export, profiles, config)
+    return found.deliveries, found.unknown
+
+
+def discover_export(
+    sources_dir: Path,
+    export: str,
+    profiles: dict[str, Profile] | None = None,
+    config: SourcesConfig | None = None,
+) -> Discovery:
+    """Contract files and recognised vendor files of `export`, and what else the folder holds.
+
+    A file whose name matches no contract is read up to its header and recognised through the
+    vendor profiles. Nothing is dropped silently: a file that matches nothing, a folder, a
+    dangling link or a temporary copy is listed with the reason it was not loaded.
     """
     if not sources_dir.is_dir():
         raise SourcesNotFound(
             f"sources folder {sources_dir} does not exist. Set TALENT_SOURCES to the folder "
             "holding hris/ lms/ incidents/ fleet/, or run `python -m tools generate` (in a checkout) to write a synthetic company."
         )
+    profiles = load_profiles(sources_dir) if profiles is None else profiles
+    config = load_sources_config(sources_dir) if config is None else config
     folder = EXPORTS[export].folder
     directory = sources_dir / folder
-    deliveries: list[Delivery] = []
-    unknown: list[str] = []
+    found = Discovery()
     if not directory.is_dir():
-        return deliveries, unknown
+        return found
     for path in sorted(directory.iterdir()):
-        if path.name.startswith(".") or not path.is_file():
+        rel = f"{folder}/{path.name}"
+        if path.name.startswith(".") or path.name in ("profiles",):
+            continue
+        reason = _not_a_delivery(path)
+        if reason is not None:
+            found.not_loaded[rel] = reason
             continue
         parsed = parse_file_name(path.name)
-        if parsed is None or EXPORTS[parsed[0]].folder != folder:
-            unknown.append(f"{folder}/{path.name}")
-        elif parsed[0] == export:
-            deliveries.append(Delivery(parsed[0], parsed[1], parsed[2], path))
-    deliveries.sort(key=lambda d: d.sort_key)
-    return deliveries, unknown
+        if parsed is not None and EXPORTS[parsed[0]].folder == folder:
+            if parsed[0] == export:
+                found.deliveries.append(Delivery(parsed[0], parsed[1], parsed[2], path))
+            continue
+        _discover_vendor_file(path, rel, export, folder, profiles, config, found)
+    found.deliveries.sort(key=lambda d: d.sort_key)
+    return found
+
+
+def _not_a_delivery(path: Path) -> str | None:
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link whose target does not exist; nothing to load"
+    if path.is_dir():
+        return "a folder, not a file: deliveries are files directly in the system's folder"
+    if not path.is_file():
+        return "not a regular file"
+    if path.name.endswith(TEMPORARY_SUFFIXES):
+        return "a temporary name used while a file is copied; it is loaded once renamed"
+    return None
+
+
+def _discover_vendor_file(
+    path: Path,
+    rel: str,
+    export: str,
+    folder: str,
+    profiles: dict[str, Profile],
+    config: SourcesConfig,
+    found: Discovery,
+) -> None:
+    if not path.name.lower().endswith(VENDOR_SUFFIXES):
+        found.unknown.append(rel)
+        found.not_loaded[rel] = "not a CSV or .xlsx file and not named like an export"
+        return
+    setting = config.for_file(folder, path.name)
+    try:
+        header = peek_header(path)
+    except FileError as e:
+        if parse_file_name(path.name) is None:
+            found.unknown.append(rel)
+            found.not_loaded[rel] = str(e)
+        return
+    rec = recognise(header, folder, profiles, setting.profile if setting else None)
+    if rec.profile is None:
+        found.unknown.append(rel)
+        hint = ""
+        if rec.closest is not None and rec.closest.matched:
+            hint = (
+                f"; closest profile {rec.closest.profile.name} lacks "
+                f"{', '.join(rec.closest.missing)}"
+            )
+        found.not_loaded[rel] = rec.reason + hint
+        return
+    output = rec.profile.output(export)
+    if output is None:
+        return
+    absent = absent_sources(output, header)
+    if absent:
+        # e.g. an HRIS report without a division: its employees load, its job records cannot
+        found.not_loaded[f"{rel} as {export}"] = (
+            f"read as {rec.profile.name}, but the header cannot give {export}: it lacks "
+            f"{'; '.join(absent)}; the file's other exports still load"
+        )
+        return
+    period, source = period_from_name(path.name), "file name"
+    if setting is not None and setting.period:
+        period, source = setting.period, "sources.yml"
+    elif period is None:
+        source = "data"
+    version = version_from_name(path.name)
+    found.deliveries.append(Delivery(export, period, version, path, rec.profile, source))
+    found.recognised[rel] = rec.reason
+
+
+def settle_files(
+    deliveries: list[Delivery], settle_seconds: float, now: float | None = None
+) -> tuple[list[Delivery], dict[str, str]]:
+    """Wait until recently changed files stop changing; those still growing are left out.
+
+    A run started while a file is being copied must not load half of it: a file modified less
+    than `settle_seconds` ago is watched for that long, and skipped (named, loaded by the next
+    run) when its size or modification time still changes.
+    """
+    now = time.time() if now is None else now
+    stats = {d.path: d.path.stat() for d in deliveries}
+    young = {p: st for p, st in stats.items() if now - st.st_mtime < settle_seconds}
+    if not young:
+        return deliveries, {}
+    oldest_young = min(now - st.st_mtime for st in young.values())
+    time.sleep(max(0.0, settle_seconds - oldest_young))
+    moving: dict[str, str] = {}
+    for p, st in young.items():
+        again = p.stat() if p.exists() else None
+        if again is None or (again.st_size, again.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+            moving[f"{p.parent.name}/{p.name}"] = (
+                f"still being written (its size changed within {settle_seconds:g} s); not "
+                "loaded now, the next run loads it"
+            )
+    kept = [d for d in deliveries if d.relative not in moving]
+    return kept, moving
 
 
 # --- archive ---------------------------------------------------------------------------------
@@ -111,13 +265,15 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def archive_relpath(export: str, file_id: str) -> str:
-    return f"archive/{export}/{file_id}.csv"
+def archive_relpath(export: str, file_id: str, suffix: str = ".csv") -> str:
+    return f"archive/{export}/{file_id}{suffix.lower() or '.csv'}"
 
 
-def archive_copy(settings: Settings, export: str, file_id: str, data: bytes) -> str:
+def archive_copy(
+    settings: Settings, export: str, file_id: str, data: bytes, suffix: str = ".csv"
+) -> str:
     """Write the delivered bytes once under their hash; atomic, so a crash leaves no half file."""
-    rel = archive_relpath(export, file_id)
+    rel = archive_relpath(export, file_id, suffix)
     target = settings.warehouse_dir / rel
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -199,6 +355,7 @@ def plan_deliveries(
     settings: Settings,
     deliveries: list[Delivery],
     result: IngestResult,
+    config: SourcesConfig | None = None,
 ) -> list[_Plan]:
     """Hash every file, skip what the manifest already holds, archive and split the rest."""
     plans: list[_Plan] = []
@@ -207,7 +364,8 @@ def plan_deliveries(
         data = delivery.path.read_bytes()
         file_id = sha256_hex(data)
         name = delivery.path.name
-        seen = known_deliveries(con, file_id)
+        # the same bytes may feed two exports (a vendor file): identity is (content, export)
+        seen = known_deliveries(con, file_id, delivery.export)
         same_name = next((m for m in seen if m.file_name == name), None)
         if same_name is not None:  # this very delivery was handled by an earlier run
             if same_name.status == "failed":
@@ -215,39 +373,63 @@ def plan_deliveries(
             else:
                 result.files_skipped += 1
             continue
-        plan = _Plan(delivery, file_id, len(data), archive_relpath(delivery.export, file_id))
+        suffix = delivery.path.suffix
+        plan = _Plan(
+            delivery, file_id, len(data), archive_relpath(delivery.export, file_id, suffix)
+        )
         if not seen and file_id not in new_in_run:
             new_in_run.add(file_id)
-            plan.archive_path = archive_copy(settings, delivery.export, file_id, data)
+            plan.archive_path = archive_copy(settings, delivery.export, file_id, data, suffix)
             try:
-                plan.split = split_export_bytes(data, delivery.export, name)
+                plan.split = split_delivery(data, delivery.export, name, delivery.profile, config)
             except FileError as e:
                 plan.error = str(e)
         plans.append(plan)
     return plans
 
 
-def load_plan(con: duckdb.DuckDBPyConnection, plan: _Plan, result: IngestResult) -> None:
+def split_delivery(
+    data: bytes,
+    export: str,
+    name: str,
+    profile: Profile | None,
+    config: SourcesConfig | None = None,
+) -> SplitFile:
+    """Our own format by the contract, a vendor file through its profile."""
+    if profile is None:
+        return split_export_bytes(data, export, name)
+    return split_vendor_bytes(data, export, name, profile, config)
+
+
+def load_plan(
+    con: duckdb.DuckDBPyConnection,
+    plan: _Plan,
+    result: IngestResult,
+    config: SourcesConfig | None = None,
+) -> None:
     """Record one delivery in ONE transaction: rows, quarantine, manifest, supersede marks."""
     delivery, file_id, name = plan.delivery, plan.file_id, plan.delivery.path.name
     loaded_at = _now()
+    period = delivery.period or period_from_data(plan.parsed, loaded_at)
     base = dict(
         file_id=file_id,
         export=delivery.export,
         file_name=name,
         source_path=str(delivery.path),
         archive_path=plan.archive_path,
-        period=delivery.period,
+        period=period,
         version=delivery.version,
         size_bytes=plan.size_bytes,
         loaded_at=loaded_at,
+        profile=delivery.profile.name if delivery.profile else None,
+        period_source=delivery.period_source if delivery.period else "data",
     )
     empty = dict(rows_total=0, rows_loaded=0, rows_quarantined=0)
     con.begin()
     try:
         if plan.parsed is None and plan.error is None:
             # same bytes as a delivery already recorded (earlier run or earlier in this run)
-            first = known_deliveries(con, file_id)[0]
+            first = known_deliveries(con, file_id, delivery.export)[0]
             if first.status == "failed":
                 status, message = "failed", f"same content as {first.file_name}: {first.message}"
                 result.files_failed.append((name, message))
@@ -262,7 +444,7 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan: _Plan, result: IngestResult)
             _insert_manifest(con, **base, **empty, status="failed", message=plan.error)
             result.files_failed.append((name, plan.error))
         else:
-            _load_parsed(con, plan, base, result)
+            _load_parsed(con, plan, base, result, config or SourcesConfig())
             failpoint("ingest:before_commit")
         con.commit()
     except BaseException:
@@ -270,13 +452,74 @@ def load_plan(con: duckdb.DuckDBPyConnection, plan: _Plan, result: IngestResult)
         raise
 
 
+def period_from_data(parsed: ParsedFile | None, loaded_at: datetime) -> str:
+    """The latest plausible date of the export's dating columns (YYYY-MM-DD), else the load date."""
+    latest = None
+    if parsed is not None:
+        for col in EXPORTS[parsed.export].period_columns:
+            if col in parsed.rows.column_names and parsed.rows.num_rows:
+                top = pa.compute.max(parsed.rows[col]).as_py()
+                if top is not None:
+                    top = top.date() if isinstance(top, datetime) else top
+                    latest = top if latest is None else max(latest, top)
+    return (latest or loaded_at.date()).isoformat()
+
+
+def _shrink_block(
+    con: duckdb.DuckDBPyConnection, plan: _Plan, base: dict, config: SourcesConfig
+) -> str | None:
+    """Why a re-delivery with far fewer rows must not replace the delivery it would supersede."""
+    parsed = plan.parsed
+    assert parsed is not None
+    setting = config.for_file(plan.delivery.path.parent.name, plan.delivery.path.name)
+    if setting is not None and setting.allow_shrink:
+        return None
+    row = con.execute(
+        "SELECT sum(rows_loaded), string_agg(file_name, ', ') FROM manifest "
+        "WHERE export = ? AND period = ? AND status = 'active' AND version <= ?",
+        [base["export"], base["period"], base["version"]],
+    ).fetchall()[0]
+    before, names = (row[0] or 0), row[1]
+    after = parsed.rows.num_rows
+    if before == 0 or after >= before * config.min_redelivery_share:
+        return None
+    return (
+        f"re-delivery check: {base['file_name']} would replace {names} ({before} rows) for "
+        f"{base['export']} {base['period']} but has only {after} loadable row(s) "
+        f"({after / before:.0%}, below {config.min_redelivery_share:.0%}); it was not loaded "
+        f"and {names} still counts. If the smaller delivery is right, add to sources.yml: "
+        f'files: {{"{base["file_name"]}": {{allow_shrink: true}}}}'
+    )
+
+
 def _load_parsed(
-    con: duckdb.DuckDBPyConnection, plan: _Plan, base: dict, result: IngestResult
+    con: duckdb.DuckDBPyConnection,
+    plan: _Plan,
+    base: dict,
+    result: IngestResult,
+    config: SourcesConfig,
 ) -> None:
     delivery, parsed = plan.delivery, plan.parsed
     assert parsed is not None
-    active = active_deliveries(con, delivery.export, delivery.period)
+    period = base["period"]
+    active = active_deliveries(con, delivery.export, period)
     newer = [m for m in active if m.version > delivery.version]
+    blocked = None if newer else _shrink_block(con, plan, base, config)
+    if blocked is not None:
+        _insert_manifest(
+            con,
+            **base,
+            rows_total=parsed.rows_total,
+            rows_loaded=0,
+            rows_quarantined=0,
+            encoding=parsed.encoding,
+            locale=parsed.locale,
+            delimiter=parsed.delimiter,
+            status="failed",
+            message=blocked,
+        )
+        result.files_failed.append((base["file_name"], blocked))
+        return
     status, superseded_by = "active", None
     if newer:
         # a late re-delivery of an older version: kept for history, never counted
@@ -286,10 +529,10 @@ def _load_parsed(
         con.execute(
             "UPDATE manifest SET status = 'superseded', superseded_by = ? "
             "WHERE export = ? AND period = ? AND status = 'active' AND version <= ?",
-            [plan.file_id, delivery.export, delivery.period, delivery.version],
+            [plan.file_id, delivery.export, period, delivery.version],
         )
         result.files_superseded += len(active)
-    _insert_rows(con, parsed, plan.file_id, delivery.period, delivery.version, base["loaded_at"])
+    _insert_rows(con, parsed, plan.file_id, period, delivery.version, base["loaded_at"])
     notes = []
     if parsed.ignored_columns:
         notes.append(
@@ -320,9 +563,10 @@ def load_deliveries(
     settings: Settings,
     deliveries: list[Delivery],
     result: IngestResult,
+    config: SourcesConfig | None = None,
 ) -> None:
     """Plan, type all new files in bulk, then record each file in its own transaction."""
-    plans = plan_deliveries(con, settings, deliveries, result)
+    plans = plan_deliveries(con, settings, deliveries, result, config)
     readable = [p for p in plans if p.split is not None]
     if readable:
         for plan, parsed in zip(
@@ -331,22 +575,39 @@ def load_deliveries(
             plan.parsed = parsed
             plan.split = None  # free the text
     for plan in plans:
-        load_plan(con, plan, result)
+        load_plan(con, plan, result, config)
 
 
 # --- public API ------------------------------------------------------------------------------
 
 
-def ingest_export(settings: Settings, export: str) -> IngestResult:
-    """Load every new delivery of one export; the connection is closed before returning."""
+def ingest_export(settings: Settings, export: str, settle_seconds: float = 0.5) -> IngestResult:
+    """Load every new delivery of one export; the connection is closed before returning.
+
+    Files changed less than `settle_seconds` ago are watched that long first; one still being
+    written is left for the next run and named in the result.
+    """
     if export not in EXPORTS:
         raise KeyError(f"unknown export {export!r}; known: {', '.join(EXPORTS)}")
-    deliveries, unknown = discover(settings.sources_dir, export)
-    result = IngestResult(export=export, files_seen=len(deliveries), unknown_files=unknown)
+    config = load_sources_config(settings.sources_dir)
+    found = discover_export(settings.sources_dir, export, config=config)
+    deliveries, moving = settle_files(found.deliveries, settle_seconds)
+    result = IngestResult(
+        export=export,
+        files_seen=len(found.deliveries),
+        unknown_files=found.unknown,
+        not_loaded={**found.not_loaded, **moving},
+        recognised={
+            d.relative: found.recognised[d.relative]
+            + f", period {d.period or 'from the data'} ({d.period_source})"
+            for d in deliveries
+            if d.relative in found.recognised
+        },
+    )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
     with db.connect(settings.raw_db) as con:
         ensure_raw_schema(con)
-        load_deliveries(con, settings, deliveries, result)
+        load_deliveries(con, settings, deliveries, result, config)
     return result
 
 
@@ -370,7 +631,7 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
     with db.connect(settings.raw_db) as con:
         ensure_raw_schema(con)
         plan = con.execute(
-            "SELECT file_id, export, file_name, archive_path, period, version, loaded_at "
+            "SELECT file_id, export, file_name, archive_path, period, version, loaded_at, profile "
             "FROM manifest WHERE status IN ('active', 'superseded') "
             "ORDER BY export, period, version, file_name"
         ).fetchall()
@@ -390,6 +651,18 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                     "the raw layer was not changed. Restore the archive folder from backup."
                 )
             payloads.append((row, data))
+        profiles = (
+            load_profiles(settings.sources_dir)
+            if settings.sources_dir.is_dir()
+            else load_profiles()
+        )
+        config = load_sources_config(settings.sources_dir)
+        missing = sorted({r[7] for r, _ in payloads if r[7] and r[7] not in profiles})
+        if missing:
+            raise FileNotFoundError(
+                f"profile(s) {', '.join(missing)} used by archived deliveries are not found (shipped "
+                "or in <sources>/profiles/); the raw layer was not changed."
+            )
         con.begin()
         try:
             for export in EXPORTS.values():
@@ -401,9 +674,12 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                 mine = [(row, data) for row, data in payloads if row[1] == export]
                 if not mine:
                     continue
-                splits = [split_export_bytes(data, export, row[2]) for row, data in mine]
+                splits = [
+                    split_delivery(data, export, row[2], profiles.get(row[7] or ""), config)
+                    for row, data in mine
+                ]
                 for (row, _), parsed in zip(mine, type_split_files(splits, con), strict=True):
-                    file_id, _, _, _, period, version, loaded_at = row
+                    file_id, _, _, _, period, version, loaded_at, _ = row
                     _insert_rows(con, parsed, file_id, period, version, loaded_at)
             con.commit()
         except BaseException:

@@ -34,9 +34,17 @@ CREATE TABLE IF NOT EXISTS manifest (
     loaded_at TIMESTAMP NOT NULL,
     status VARCHAR NOT NULL CHECK (status IN ('active', 'superseded', 'duplicate', 'failed')),
     superseded_by VARCHAR,
-    message VARCHAR                    -- one row per (file_id, file_name): the loader checks it
+    message VARCHAR,                   -- one row per (file_id, export, file_name): the loader checks it
+    profile VARCHAR,                   -- vendor profile that read the file; NULL = our own format
+    period_source VARCHAR              -- where the period came from: file name, sources.yml, data
 )
 """
+
+# columns added after the first release: existing raw layers get them on the next run
+MANIFEST_MIGRATIONS = (
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS profile VARCHAR",
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS period_source VARCHAR",
+)
 
 QUARANTINE_DDL = """
 CREATE TABLE IF NOT EXISTS quarantine (
@@ -66,6 +74,8 @@ def export_table_ddl(export: Export) -> str:
 def ensure_raw_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the manifest, the quarantine and one table per export if they do not exist."""
     con.execute(MANIFEST_DDL)
+    for statement in MANIFEST_MIGRATIONS:
+        con.execute(statement)
     con.execute(QUARANTINE_DDL)
     for export in EXPORTS.values():
         con.execute(export_table_ddl(export))
@@ -81,11 +91,14 @@ class ManifestRow:
     message: str | None
 
 
-def known_deliveries(con: duckdb.DuckDBPyConnection, file_id: str) -> list[ManifestRow]:
+def known_deliveries(
+    con: duckdb.DuckDBPyConnection, file_id: str, export: str | None = None
+) -> list[ManifestRow]:
+    """Earlier deliveries of these bytes (as `export`, when given)."""
     rows = con.execute(
         "SELECT file_id, file_name, period, version, status, message FROM manifest "
-        "WHERE file_id = ? ORDER BY loaded_at, file_name",
-        [file_id],
+        "WHERE file_id = ? AND (? IS NULL OR export = ?) ORDER BY loaded_at, file_name",
+        [file_id, export, export],
     ).fetchall()
     return [ManifestRow(*r) for r in rows]
 

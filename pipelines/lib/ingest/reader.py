@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -63,7 +64,7 @@ class ParsedFile:
 # --- decoding and header ---------------------------------------------------------------------
 
 
-def decode(data: bytes, export: Export, file_name: str) -> tuple[str, str]:
+def decode(data: bytes, encodings: Sequence[str], file_name: str) -> tuple[str, str]:
     """Return (text, encoding). A BOM means UTF-8; otherwise UTF-8, then cp1252 if allowed."""
     if data.startswith(b"\xef\xbb\xbf"):
         try:
@@ -75,10 +76,10 @@ def decode(data: bytes, export: Export, file_name: str) -> tuple[str, str]:
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError as e:
-        if "cp1252" not in export.encodings:
+        if "cp1252" not in encodings:
             raise FileError(
                 _undecodable(file_name, data, e, "UTF-8")
-                + f" The {export.name} contract accepts only UTF-8 (with or without BOM)."
+                + " This export accepts only UTF-8 (with or without BOM)."
             ) from e
         try:
             return data.decode("cp1252"), "cp1252"
@@ -304,9 +305,23 @@ def reason_sql(col: Column, locale: str) -> str:
             f"WHEN {v} IS NOT NULL AND {typed_name(col)} IS NULL THEN "
             f"{_lit(col.name + ': ')} || {shown} || {_lit(' is ' + what)}"
         )
+    if col.type in ("date", "timestamp", "month"):
+        first, last = plausible_window(col)
+        t = typed_name(col)
+        cases.append(
+            f"WHEN {t} < DATE '{first}' OR {t} > DATE '{last}' THEN "
+            f"{_lit(col.name + ': ')} || {shown} || "
+            f"{_lit(f' is outside the plausible range {first} .. {last}; a typo in the year?')}"
+        )
     if not cases:
         return "NULL"
     return "CASE " + " ".join(cases) + " END"
+
+
+def plausible_window(col: Column, today: date | None = None) -> tuple[date, date]:
+    """Dates a column may hold: from 1970 to `years_ahead` years after the load date."""
+    today = today or datetime.now(UTC).date()
+    return date(1970, 1, 1), today + timedelta(days=366 * col.years_ahead)
 
 
 _DUCK_TYPES = {
@@ -381,19 +396,72 @@ def parse_export_bytes(
 def split_export_bytes(data: bytes, export_name: str, file_name: str) -> SplitFile:
     """Decode, map the header and cut records (physical line numbers); raise FileError."""
     export = EXPORTS[export_name]
-    if not data.strip(b" \t\r\n\xef\xbb\xbf"):
-        raise FileError(
-            f"{file_name}: the file is empty. Ask the sender to export it again; a delivery "
-            "without records still needs its header line."
-        )
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data[:nul].count(b"\n") + 1
-        raise FileError(
-            f"{file_name}: contains NUL bytes (line {line}), so it is binary or UTF-16, not a "
-            "CSV text file. Export it again as UTF-8 CSV; nothing from this file was loaded."
-        )
-    text, encoding = decode(data, export, file_name)
+    table = read_table(data, file_name, export.encodings)
+    known, extra = map_header(table.header, export, file_name, table.ends_in_header)
+    records = table.records
+    values = _columns_of(records, known, len(table.header))
+    return SplitFile(
+        file_name=file_name,
+        export=export.name,
+        encoding=table.encoding,
+        delimiter=table.delimiter,
+        locale=detect_locale(export, values, table.delimiter),
+        rows_total=table.rows_total,
+        values=values,
+        lines=table.lines,
+        extras=extras_json(records, extra),
+        rejected=table.rejected,
+        ignored_columns=tuple(extra),
+        physical=table.physical,
+        multi_line=table.multi_line,
+    )
+
+
+def _columns_of(
+    records: list[list[str]], known: dict[str, int], n: int
+) -> dict[str, Sequence[str]]:
+    fields = list(zip(*records, strict=True)) if records else [()] * n
+    return {name: fields[i] for name, i in known.items()}
+
+
+def extras_json(records: list[list[str]], extra: dict[str, int]) -> list[str | None] | None:
+    """Columns the contract does not know, per record, as a JSON object (None when empty)."""
+    if not extra:
+        return None
+    out: list[str | None] = []
+    for record in records:
+        kept = {h: record[i].strip() for h, i in extra.items() if record[i].strip()}
+        out.append(json.dumps(kept, ensure_ascii=False) if kept else None)
+    return out
+
+
+@dataclass
+class RawTable:
+    """A delivered file cut into records, before any contract is applied."""
+
+    header: list[str]
+    records: list[list[str]]
+    lines: list[int]
+    multi_line: dict[int, int]
+    rejected: list[Rejected]
+    rows_total: int
+    encoding: str
+    delimiter: str
+    physical: PhysicalLines
+    ends_in_header: bool
+
+
+XLSX_MAGIC = b"PK\x03\x04"
+
+
+def read_table(
+    data: bytes, file_name: str, encodings: Sequence[str] = ("utf-8", "utf-8-sig", "cp1252")
+) -> RawTable:
+    """Decode (CSV text or an .xlsx workbook) and cut records; raise FileError if unreadable."""
+    if data.startswith(XLSX_MAGIC):
+        text, encoding = xlsx_to_text(data, file_name), "xlsx"
+    else:
+        text, encoding = decode_text(data, encodings, file_name)
     # One line-break convention from here on: CRLF and lone CR count as one physical line each
     # (as csv counts them), and values spanning lines carry plain "\n".
     text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -404,38 +472,121 @@ def split_export_bytes(data: bytes, export_name: str, file_name: str) -> SplitFi
     except csv.Error as e:
         raise FileError(f"{file_name}: line 1 (header) is not valid CSV ({e}).") from e
     ends_in_header = reader.line_num == 1 and "\n" not in text
-    known, extra = map_header(header, export, file_name, ends_in_header)
     n_fields = len(header)
-
     physical = PhysicalLines(text)
     if '"' in text:
         cut = _cut_quoted(reader, n_fields, physical, _count_lines(text), file_name)
     else:
         cut = _cut_plain(text, delimiter, n_fields, physical)
     records, lines, multi_line, rejected, rows_total = cut
-    fields = list(zip(*records, strict=True)) if records else [()] * n_fields
-    values = {name: fields[i] for name, i in known.items()}
-    extras: list[str | None] | None = None
-    if extra:
-        extras = []
-        for record in records:
-            kept = {h: record[i].strip() for h, i in extra.items() if record[i].strip()}
-            extras.append(json.dumps(kept, ensure_ascii=False) if kept else None)
-    return SplitFile(
-        file_name=file_name,
-        export=export.name,
-        encoding=encoding,
-        delimiter=delimiter,
-        locale=detect_locale(export, values, delimiter),
-        rows_total=rows_total,
-        values=values,
-        lines=lines,
-        extras=extras,
-        rejected=rejected,
-        ignored_columns=tuple(extra),
-        physical=physical,
-        multi_line=multi_line,
+    if "\x00" in text:
+        records, lines = _reject_nul_records(records, lines, rejected, physical, multi_line)
+    return RawTable(
+        header,
+        records,
+        lines,
+        multi_line,
+        rejected,
+        rows_total,
+        encoding,
+        delimiter,
+        physical,
+        ends_in_header,
     )
+
+
+def peek_header(path: Path, limit: int = 65536) -> list[str]:
+    """The header of a delivery without reading all of it (a workbook is read whole)."""
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    if head.startswith(XLSX_MAGIC):
+        return read_table(Path(path).read_bytes(), Path(path).name).header
+    if not head.strip(b" \t\r\n\xef\xbb\xbf"):
+        raise FileError(f"{Path(path).name}: the file is empty.")
+    text = head.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    first = text.split("\n", 1)[0]
+    return next(csv.reader(io.StringIO(first), delimiter=detect_delimiter(first)), [])
+
+
+def decode_text(data: bytes, encodings: Sequence[str], file_name: str) -> tuple[str, str]:
+    """Reject empty and binary (UTF-16) files, then decode (see `decode`)."""
+    if not data.strip(b" \t\r\n\xef\xbb\xbf"):
+        raise FileError(
+            f"{file_name}: the file is empty. Ask the sender to export it again; a delivery "
+            "without records still needs its header line."
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0 and (
+        data[:2] in (b"\xff\xfe", b"\xfe\xff") or data.count(b"\x00") * 10 > len(data)
+    ):
+        line = data[:nul].count(b"\n") + 1
+        raise FileError(
+            f"{file_name}: contains NUL bytes (line {line} and many more), so it is binary or "
+            "UTF-16, not a CSV text file. Export it again as UTF-8 CSV; nothing from this file "
+            "was loaded."
+        )
+    return decode(data, encodings, file_name)
+
+
+def _reject_nul_records(
+    records: list[list[str]],
+    lines: list[int],
+    rejected: list[Rejected],
+    physical: PhysicalLines,
+    multi_line: dict[int, int],
+) -> tuple[list[list[str]], list[int]]:
+    """A NUL byte in a field quarantines that record, not the file."""
+    kept_records, kept_lines = [], []
+    for record, line in zip(records, lines, strict=True):
+        bad = next((i for i, f in enumerate(record) if "\x00" in f), None)
+        if bad is None:
+            kept_records.append(record)
+            kept_lines.append(line)
+            continue
+        raw = physical.get(line, multi_line.get(line, line)).replace("\x00", "\\0")
+        rejected.append(
+            Rejected(
+                line, raw, f"field {bad + 1} contains a NUL byte (binary garbage in the export)"
+            )
+        )
+    rejected.sort(key=lambda r: r.line_number)
+    return kept_records, kept_lines
+
+
+def xlsx_to_text(data: bytes, file_name: str) -> str:
+    """The first worksheet of a workbook as CSV text; dates become ISO values."""
+    from python_calamine import CalamineWorkbook
+
+    try:
+        book = CalamineWorkbook.from_filelike(io.BytesIO(data))
+        sheet = book.get_sheet_by_index(0)
+        rows = sheet.to_python(skip_empty_area=False)
+    except Exception as e:  # calamine raises its own error types for broken workbooks
+        raise FileError(
+            f"{file_name}: the Excel workbook cannot be read ({e}). Save it again as .xlsx or "
+            "export CSV; nothing from this file was loaded."
+        ) from e
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        writer.writerow([_cell_text(v) for v in row])
+    return out.getvalue()
+
+
+def _cell_text(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, datetime):
+        return (
+            v.isoformat(sep=" ")
+            if (v.hour, v.minute, v.second) != (0, 0, 0)
+            else v.date().isoformat()
+        )
+    if isinstance(v, date):
+        return v.isoformat()
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 _Cut = tuple[list[list[str]], list[int], dict[int, int], list[Rejected], int]
@@ -599,7 +750,14 @@ def _type_rows(
     ]
     typed = [f"{typed_sql(c, locale)} AS {typed_name(c)}" for c in export.columns]
     final = [f"{typed_name(c)} AS {_q(c.name)}" for c in export.columns]
-    reasons = ", ".join(reason_sql(c, locale) for c in export.columns)
+    reason_parts = [reason_sql(c, locale) for c in export.columns]
+    if export.require_one_of:
+        unset = " AND ".join(f"{_q(c)} IS NULL" for c in export.require_one_of)
+        named = " or ".join(export.require_one_of)
+        reason_parts.append(
+            f"CASE WHEN {unset} THEN {_lit(named + ': one of them is required')} END"
+        )
+    reasons = ", ".join(reason_parts)
     sql = (
         f"WITH cleaned AS (SELECT {', '.join(cleaned)}, _file, _line, _extra FROM _ingest_batch), "
         f"typed AS (SELECT *, {', '.join(typed)} FROM cleaned) "

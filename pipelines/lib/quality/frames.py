@@ -23,6 +23,7 @@ import pandas as pd
 from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest.reader import duckdb_type
+from pipelines.lib.quality.rules import QUARANTINE_ERROR_MIN_ROWS
 
 # Columns added to every raw frame so that a failure can name the file and line.
 LOCATION_COLUMNS = ("_file_name", "_line")
@@ -93,7 +94,12 @@ order by a.file_name, r._line
 
 
 def deliveries_sql(export: Export) -> str:
-    """One row summarising the export's deliveries in the manifest (quarantine share)."""
+    """One row summarising the export's deliveries in the manifest (quarantine share).
+
+    The `material_` share and the worst file count only quarantines of at least
+    QUARANTINE_ERROR_MIN_ROWS rows: those are the ones that block.
+    """
+    least = int(QUARANTINE_ERROR_MIN_ROWS)
     return f"""
 select
     count(*) filter (where status = 'active') as active_files,
@@ -103,8 +109,15 @@ select
     sum(rows_quarantined) filter (where status = 'active')
         / nullif(sum(rows_loaded + rows_quarantined) filter (where status = 'active'), 0)
         as quarantine_share,
+    case
+        when sum(rows_quarantined) filter (where status = 'active') >= {least}
+            then sum(rows_quarantined) filter (where status = 'active')
+                / nullif(sum(rows_loaded + rows_quarantined) filter (where status = 'active'), 0)
+        else 0
+    end as material_quarantine_share,
     coalesce(max(rows_quarantined / nullif(rows_loaded + rows_quarantined, 0))
-        filter (where status = 'active'), 0) as worst_file_quarantine_share,
+        filter (where status = 'active' and rows_quarantined >= {least}), 0)
+        as worst_file_quarantine_share,
     arg_max(file_name, rows_quarantined / nullif(rows_loaded + rows_quarantined, 0))
         filter (where status = 'active') as worst_file_name,
     string_agg(file_name, ', ' order by file_name) filter (where status = 'failed')

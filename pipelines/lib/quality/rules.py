@@ -38,6 +38,9 @@ Batch = str  # "rows" | "deliveries" | "schema" | "table"
 # Quarantine share of an export's active deliveries (rows rejected / rows delivered).
 QUARANTINE_WARN_SHARE = 0.01
 QUARANTINE_ERROR_SHARE = 0.10
+# ... and at least this many rows: one stray row in a ten-row export is quarantined and named in
+# the run summary, not a reason to stop the warehouse.
+QUARANTINE_ERROR_MIN_ROWS = 5
 # An incident that took a GPU cluster down for more than 30 days is a typo, not an outage.
 MAX_DOWNTIME_MINUTES = 30 * 24 * 60
 # More GPUs than the largest fleets in the world own: a unit or column mix-up.
@@ -238,10 +241,15 @@ def _delivery_rules(export: Export) -> Iterator[Rule]:
         s,
         "quarantine_share_below_error",
         "ExpectColumnValuesToBeBetween",
-        {"column": "quarantine_share", "min_value": 0, "max_value": QUARANTINE_ERROR_SHARE},
+        {
+            "column": "material_quarantine_share",
+            "min_value": 0,
+            "max_value": QUARANTINE_ERROR_SHARE,
+        },
         Severity.ERROR,
-        f"more than {QUARANTINE_ERROR_SHARE:.0%} of the delivered rows were "
-        "rejected: the marts would describe a fraction of the organisation",
+        f"more than {QUARANTINE_ERROR_SHARE:.0%} of the delivered rows (and at least "
+        f"{QUARANTINE_ERROR_MIN_ROWS}) were rejected: the marts would describe a fraction of "
+        "the organisation",
         "deliveries",
     )
     yield Rule(
@@ -254,7 +262,8 @@ def _delivery_rules(export: Export) -> Iterator[Rule]:
             "max_value": QUARANTINE_ERROR_SHARE,
         },
         Severity.ERROR,
-        f"one delivery lost more than {QUARANTINE_ERROR_SHARE:.0%} of its rows to the "
+        f"one delivery lost more than {QUARANTINE_ERROR_SHARE:.0%} of its rows (and at least "
+        f"{QUARANTINE_ERROR_MIN_ROWS}) to the "
         "quarantine (worst_file_name names it): a broken export, not a few stray rows; "
         "deliver a corrected version (_v<N+1>)",
         "deliveries",

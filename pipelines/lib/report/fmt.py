@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from datetime import date
 
+import pandas as pd
 from markupsafe import Markup, escape
 
 from pipelines.lib.roi.model import floor_percent
@@ -20,7 +21,8 @@ MINUS = "−"
 
 
 def missing(v: object) -> bool:
-    if v is None:
+    """None, NaN and pandas' NA (a nullable column with no value, e.g. no fleet export)."""
+    if v is None or v is pd.NA or v is pd.NaT:
         return True
     try:
         return math.isnan(float(v))  # type: ignore[arg-type]

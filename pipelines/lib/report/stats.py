@@ -16,9 +16,10 @@ Z95 = 1.959963984540054
 
 def wilson_interval(events: float, n: float, z: float = Z95) -> tuple[float, float, float]:
     """Share events / n with its Wilson score interval; n is rounded, events clipped to n."""
-    n = max(float(n), 0.0)
-    if n <= 0:
+    n = float(n)
+    if math.isnan(n) or round(n) <= 0:  # no people in the window (or no such segment)
         return (math.nan, math.nan, math.nan)
+    n = float(round(n))
     k = min(max(float(events), 0.0), n)
     p = k / n
     denom = 1 + z * z / n

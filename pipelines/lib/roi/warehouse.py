@@ -238,7 +238,15 @@ def warehouse_assumptions(
     """The assumptions with the ratios replaced by the measured effect and its CI; a ratio that
     is not estimable is set to 1 (no effect) so that it prices no return."""
     out = dict(assumptions)
-    for name, (lo, est, hi) in effect_params(certification_effect).items():
+    measured = effect_params(certification_effect)
+    for name in ("incident_rate_ratio", "mttr_ratio"):
+        if name not in measured and name in out:
+            out[name] = replace(
+                out[name],
+                basis=f"{out[name].basis}; not estimable from the data "
+                "(marts.certification_effect has no estimate), so the assumed range is used",
+            )
+    for name, (lo, est, hi) in measured.items():
         out[name] = replace(
             out[name],
             low=lo,

@@ -53,7 +53,7 @@ class _Window:
         if not set(starts) <= set(self.qa["period_start"]):
             return None
         s, h, _ = self.totals(seg_type, seg, starts)
-        return None if math.isnan(h) else wilson_interval(s, round(h))
+        return None if math.isnan(h) else wilson_interval(s, h)
 
 
 def _trend(qa: pd.DataFrame, q: Quarter) -> str:
@@ -96,7 +96,7 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
         h = mask.get(seg, False)
         qs, qh, _ = w.totals(seg_type, seg, [q.start])
         ts, th, tv = w.totals(seg_type, seg, year)
-        rq, rt = wilson_interval(qs, round(qh)), wilson_interval(ts, round(th))
+        rq, rt = wilson_interval(qs, qh), wilson_interval(ts, th)
         name = "All engineers" if seg_type == "all" else nice(seg)
         t12 = mask_label(thr) if h else rate_ci(rt)
         if seg_type == "all":

@@ -1,0 +1,241 @@
+"""Read a vendor's own export through its profile into the shape of one of our exports.
+
+The vendor file is cut into records like any delivery (`read_table`: physical line numbers,
+quoted line breaks, NUL bytes, workbooks); each contract column is then filled by its profile
+rule. A value the profile cannot read (a date not in the vendor's format) quarantines its row
+with a reason naming the vendor column; everything else is typed and checked by the contract
+exactly as for our own files, so the raw tables and dbt see no difference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import PurePath
+
+from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.ingest.profiles import Output, Profile, Rule, SourcesConfig, norm, score
+from pipelines.lib.ingest.reader import (
+    FileError,
+    RawTable,
+    Rejected,
+    SplitFile,
+    detect_locale,
+    extras_json,
+    read_table,
+)
+
+_ISO_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+class _Unreadable(ValueError):
+    """One value does not fit the profile's format; the row is quarantined."""
+
+
+def split_vendor_bytes(
+    data: bytes,
+    export_name: str,
+    file_name: str,
+    profile: Profile,
+    config: SourcesConfig | None = None,
+) -> SplitFile:
+    """Cut a vendor file and map it onto `export_name` through `profile`; raise FileError."""
+    output = profile.output(export_name)
+    if output is None:
+        raise FileError(
+            f"{file_name}: profile {profile.name} does not feed the {export_name} export"
+        )
+    table = read_table(data, file_name)
+    index = {}
+    for i, h in enumerate(table.header):
+        index.setdefault(norm(h), i)
+    missing = score(profile, table.header).missing
+    if missing:
+        raise FileError(
+            f"{file_name}: the header (line 1) lacks {', '.join(missing)}, which the "
+            f"{profile.title} profile ({profile.name}) needs; nothing from this file was loaded."
+        )
+    values, lines, rejected = map_records(
+        table, output, index, file_name, config or SourcesConfig()
+    )
+    used = profile.used_headers()
+    extra = {
+        (h.strip() or f"column_{i + 1}"): i
+        for i, h in enumerate(table.header)
+        if norm(h) not in used
+    }
+    kept = [table.records[i] for i in values.pop("_record")]  # type: ignore[arg-type]
+    export = EXPORTS[export_name]
+    locale = profile.locale or detect_locale(export, values, table.delimiter)
+    return SplitFile(
+        file_name=file_name,
+        export=export_name,
+        encoding=table.encoding,
+        delimiter=table.delimiter,
+        locale=locale if locale in export.locales else export.locales[0],
+        # a list column gives one row per item: delivered rows = rows produced + rejected
+        rows_total=len(lines) + len(table.rejected) + len(rejected),
+        values=values,
+        lines=lines,
+        extras=extras_json(kept, extra),
+        rejected=sorted(table.rejected + rejected, key=lambda r: r.line_number),
+        ignored_columns=tuple(extra),
+        physical=table.physical,
+        multi_line=table.multi_line,
+    )
+
+
+def map_records(
+    table: RawTable,
+    output: Output,
+    index: dict[str, int],
+    file_name: str,
+    config: SourcesConfig,
+) -> tuple[dict[str, Sequence], list[int], list[Rejected]]:
+    """Apply every rule to every record; a split rule yields one row per list item."""
+    export = EXPORTS[output.export]
+    columns = {c: [] for c in output.rules}
+    columns["_record"] = []
+    lines: list[int] = []
+    rejected: list[Rejected] = []
+    split = output.split_rule
+    for pos, (record, line) in enumerate(zip(table.records, table.lines, strict=True)):
+        try:
+            row = {
+                c: _apply(rule, record, index, file_name, export.column(c).type, config)
+                for c, rule in output.rules.items()
+            }
+        except _Unreadable as e:
+            raw = table.physical.get(line, table.multi_line.get(line, line))
+            rejected.append(Rejected(line, raw, str(e)))
+            continue
+        items = [row]
+        if split is not None:
+            items = _split_items(row, split, record, index, output)
+        for item in items:
+            for c in output.rules:
+                columns[c].append(item[c])
+            columns["_record"].append(pos)
+            lines.append(line)
+    return columns, lines, rejected
+
+
+def _split_items(
+    row: dict, split: tuple[str, Rule], record: list[str], index: dict[str, int], output: Output
+) -> list[dict]:
+    """One row per item of the list columns (assignee, acknowledged by, resolved by, ...),
+    each person once; a record listing nobody gives no rows."""
+    col, rule = split
+    items: list[str] = []
+    for name in rule.columns:
+        i = index.get(norm(name))
+        if i is None:
+            continue
+        for part in record[i].split(rule.split or ","):
+            part = part.strip()
+            if part and norm(part) not in {norm(x) for x in items}:
+                items.append(part)
+    positional = {c: r.by_position for c, r in output.rules.items() if r.by_position}
+    out = []
+    for n, item in enumerate(items):
+        extra = {c: vals[min(n, len(vals) - 1)] for c, vals in positional.items()}
+        out.append({**row, col: item, **extra})
+    return out
+
+
+def _apply(
+    rule: Rule,
+    record: list[str],
+    index: dict[str, int],
+    file_name: str,
+    ctype: str,
+    config: SourcesConfig,
+) -> str | None:
+    if rule.by_position:
+        return rule.by_position[0]
+    value, source = _raw_value(rule, record, index, file_name)
+    if rule.from_service:
+        value = config.service_clusters.get(norm(value or ""), value)
+    if value is None:
+        return None
+    if rule.map is not None:
+        mapped = rule.map.get(norm(value))
+        value = mapped if mapped is not None else (rule.map_default or value)
+    if ctype in ("date", "timestamp"):
+        value = _reformat(value, rule, ctype, source)
+    if rule.plus_seconds:
+        value = _plus_seconds(value, rule.plus_seconds, record, index)
+    return value
+
+
+def _plus_seconds(value: str, column: str, record: list[str], index: dict[str, int]) -> str | None:
+    """`value` (a timestamp) plus the seconds in `column`; None when the column is empty."""
+    i = index.get(norm(column))
+    seconds = record[i].strip() if i is not None else ""
+    if not re.fullmatch(r"\d+(\.\d+)?", seconds):
+        return None  # not acknowledged (or not a number: the time stays unknown)
+    try:
+        start = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value  # the contract typing names the bad timestamp
+    if start.tzinfo is not None:
+        start = start.astimezone(UTC).replace(tzinfo=None)
+    return (start + timedelta(seconds=float(seconds))).isoformat(sep=" ")
+
+
+def _raw_value(
+    rule: Rule, record: list[str], index: dict[str, int], file_name: str
+) -> tuple[str | None, str]:
+    """The vendor value for a rule, and where it came from (for quarantine reasons).
+
+    The first non-empty of: the listed columns, the template, the file name, the constant (a
+    constant next to columns is the value when the export lacks them or leaves them empty).
+    """
+    for name in rule.columns:
+        i = index.get(norm(name))
+        if i is not None and record[i].strip():
+            return record[i].strip(), f"column {name!r}"
+    if rule.template is not None:
+
+        def field(m: re.Match) -> str:
+            i = index.get(norm(m.group(1)))
+            return record[i].strip() if i is not None else ""
+
+        text = re.sub(r"{([^{}]+)}", field, rule.template)
+        if text.strip(" -_:/"):
+            return text, f"template {rule.template!r}"
+    if rule.file_name is not None:
+        m = re.search(rule.file_name, PurePath(file_name).name)
+        if m:
+            return m.group("value"), "the file name"
+    if rule.value is not None:
+        return rule.value, "the profile's constant"
+    return None, f"column {rule.columns[0]!r}" if rule.columns else "no column"
+
+
+def _reformat(value: str, rule: Rule, ctype: str, source: str) -> str:
+    """A vendor date or timestamp in ISO form; ISO input passes through to the contract typing."""
+    if _ISO_PREFIX.match(value):
+        # a date column takes the calendar date as written, also from a timestamp with a zone
+        return value[:10] if ctype == "date" else value
+    if not rule.formats:
+        return value  # the contract typing names what is wrong with it
+    for fmt in rule.formats:
+        if fmt == "epoch":
+            if re.fullmatch(r"\d+(\.\d+)?", value):
+                if float(value) == 0:
+                    return ""  # Moodle and others write 0 for "not set"
+                parsed = datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None)
+                return _iso(parsed, ctype)
+            continue
+        try:
+            return _iso(datetime.strptime(value, fmt), ctype)
+        except ValueError:
+            continue
+    forms = ", ".join(rule.formats)
+    raise _Unreadable(f"{source}: {value[:60]!r} is not a {ctype} in the export's format ({forms})")
+
+
+def _iso(value: datetime, ctype: str) -> str:
+    return value.date().isoformat() if ctype == "date" else value.isoformat(sep=" ")
