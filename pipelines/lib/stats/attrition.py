@@ -15,7 +15,7 @@ from pipelines.lib.stats.fit import CONFIDENCE
 from pipelines.lib.stats.result import Effect, interval_words, window_of
 
 METRIC = "attrition_hazard_ratio"
-MIN_EXITS_EACH_SIDE = 10  # voluntary exits while certified, and while not (yet) certified
+MIN_EXITS_EACH_SIDE = 10  # expected exits in certified, and in not (yet) certified time
 MIN_LAPSED_EXITS = 5  # below this, lapsed time leaves the risk set instead of getting a term
 
 METHOD = (
@@ -140,17 +140,31 @@ def naive_ratio(m: pd.DataFrame) -> tuple[float, float, float]:
     return fit.ratio("ever")
 
 
-def _exits_needed(cp: pd.DataFrame, have_c: int, have_u: int) -> str | None:
-    """How many more voluntary exits, at today's share of certified time, would give the
-    minimum on both sides."""
+def _certified_share(cp: pd.DataFrame) -> float:
     time = cp["stop"] - cp["start"]
-    share = float(time[cp["certified"] > 0].sum() / max(time.sum(), 1e-9))
-    more = 0
-    if have_c < MIN_EXITS_EACH_SIDE:
-        more = max(more, math.ceil((MIN_EXITS_EACH_SIDE - have_c) / max(share, 0.01)))
-    if have_u < MIN_EXITS_EACH_SIDE:
-        more = max(more, math.ceil((MIN_EXITS_EACH_SIDE - have_u) / max(1 - share, 0.01)))
-    return f"about {more} more voluntary exits" if more else None
+    return float(time[cp["certified"] > 0].sum() / max(time.sum(), 1e-9))
+
+
+def _expected_exits(cp: pd.DataFrame) -> tuple[float, float]:
+    """Exits expected while certified and while not, if certifying changed nothing: the rule
+    looks at these, not at the observed split, so that whether a figure is published does not
+    depend on the effect it would show."""
+    total = float(cp["event"].sum())
+    share = _certified_share(cp)
+    return total * share, total * (1 - share)
+
+
+def _exits_needed(cp: pd.DataFrame) -> str:
+    share = _certified_share(cp)
+    if share == 0:
+        return "engineers who hold a certification while employed (none did in this window)"
+    exp_c, exp_u = _expected_exits(cp)
+    more = max(
+        math.ceil(max(MIN_EXITS_EACH_SIDE - exp_c, 0) / max(share, 0.01)),
+        math.ceil(max(MIN_EXITS_EACH_SIDE - exp_u, 0) / max(1 - share, 0.01)),
+        1,
+    )
+    return f"about {more} more voluntary exits"
 
 
 def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
@@ -188,11 +202,13 @@ def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
     e.window = window_of(m.loc[m["tenure_months"].notna(), "month_start"])
     if e.n_engineers < min_group_size:
         return e.not_estimable(f"fewer than {min_group_size} engineers, too few to publish")
-    if have_c < MIN_EXITS_EACH_SIDE or have_u < MIN_EXITS_EACH_SIDE:
+    exp_c, exp_u = _expected_exits(cp)
+    if min(exp_c, exp_u) < MIN_EXITS_EACH_SIDE:
         return e.not_estimable(
-            f"too few voluntary exits to compare: {have_c} while certified and {have_u} while "
-            f"not (yet) certified (minimum {MIN_EXITS_EACH_SIDE} each)",
-            _exits_needed(cp, have_c, have_u),
+            f"too few voluntary exits to compare: {e.n_events} in all, of which "
+            f"{exp_c:.0f} would fall in certified time if certifying changed nothing "
+            f"(minimum {MIN_EXITS_EACH_SIDE} on each side)",
+            _exits_needed(cp),
         )
     lapsed = (cp["lapsed"] > 0).to_numpy()
     if lapsed.any() and int((ev & lapsed).sum()) < MIN_LAPSED_EXITS:
@@ -209,7 +225,7 @@ def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
         return e.not_estimable(
             f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
             f"{se:.2f})",
-            _exits_needed(cp, min(have_c, 0), min(have_u, 0)),
+            f"about {e.n_events} more voluntary exits (twice as many as now)",
         )
     z = sps.norm.ppf(0.5 + CONFIDENCE / 2)
     e.estimate, e.ci_low, e.ci_high = math.exp(b), math.exp(b - z * se), math.exp(b + z * se)

@@ -31,8 +31,8 @@ EVENT_STUDY_COLUMNS = (
 )
 EVENT_WINDOW = 12
 REFERENCE_MONTH = -1
-# pre-period bins of the pre-trend test (relative months), each compared with month -1
-PRE_BINS = {"pre_far": (-EVENT_WINDOW, -7), "pre_near": (-6, -2)}
+# pre-period bins of the pre-trend test (relative months), each compared with month -1 alone
+PRE_BINS = {"pre_far": (-np.inf, -7), "pre_near": (-6, -2)}
 MIN_SWITCHERS = 20  # engineers seen both before and while certified
 MIN_COHORTS = 3  # distinct months of first certification among them
 MIN_EVENTS_EACH_SIDE = 20  # their incidents before, and while certified
@@ -193,8 +193,9 @@ def _small_months(d: pd.DataFrame, min_group_size: int) -> set[int]:
 
 
 def pretrend_test(m: pd.DataFrame, min_group_size: int) -> PreTrend:
-    """F-test (G-1 denominator degrees of freedom) that incident rates in months -12..-7 and
-    -6..-2 equal month -1, with engineer and calendar-month effects; suppressed months stay out."""
+    """F-test (G-1 denominator degrees of freedom) that incident rates in the months up to -7
+    and in months -6..-2 equal month -1, with engineer and calendar-month effects; months the
+    event study suppresses (fewer than ``min_group_size`` engineers) stay out."""
     d = model_frame(m[~(m["rel"] == 0)])
     small = _small_months(d, min_group_size)
     if REFERENCE_MONTH in small or not d["ever_certified"].any():
@@ -225,7 +226,8 @@ def pretrend_test(m: pd.DataFrame, min_group_size: int) -> PreTrend:
     )
     return PreTrend(
         p,
-        f"Pre-trend check (F-test, {q} pooled pre-certification periods vs month -1): "
+        f"Pre-trend check (F-test that months -6..-2 and the months before them equal month "
+        f"-1, {q} df): "
         f"p = {p:.3f}: {verdict}.",
     )
 

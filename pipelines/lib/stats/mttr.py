@@ -12,7 +12,7 @@ from pipelines.lib.stats.result import Effect, interval_words, shortfall, window
 METRIC = "mttr_ratio"
 MIN_SWITCHERS = 15  # responders with resolved incidents both before and while certified
 MIN_INCIDENTS_EACH_SIDE = 30
-PRE_BINS = {"pre_far": (-12, -7), "pre_near": (-6, -2)}
+PRE_BINS = {"pre_far": (-np.inf, -7), "pre_near": (-6, -2)}
 
 METHOD = (
     "Least squares on the logarithm of resolve minutes of resolved incidents where the engineer "
@@ -99,8 +99,8 @@ def _pretrend(d: pd.DataFrame) -> tuple[float, str]:
         else ("resolve times already differed before certifying; not presented as a finding")
     )
     return p, (
-        f"Pre-trend check (F-test that months -12..-7 and -6..-2 before certifying equal the "
-        f"responder's other months before certifying, {q} df): p = {p:.3f}: {verdict}."
+        f"Pre-trend check (F-test that resolve times in months -6..-2 and the months before "
+        f"them equal month -1, {q} df): p = {p:.3f}: {verdict}."
     )
 
 

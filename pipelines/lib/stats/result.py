@@ -122,6 +122,10 @@ def effects_frame(effects: list[Effect]) -> pd.DataFrame:
         df[c] = df[c].astype(bool)
     for c in ("n_engineers", "n_events", "n_cohorts"):
         df[c] = df[c].astype("int64")
+    for c in ("metric", "not_estimable_reason", "data_needed", "naive_method", "method"):
+        df[c] = df[c].astype("string")  # typed VARCHAR even when every value is NULL
+    for c in ("comparison", "caveats"):
+        df[c] = df[c].astype("string")
     for c in ("window_start", "window_end"):
         df[c] = pd.to_datetime(df[c]).dt.date
     return df
