@@ -165,6 +165,11 @@ def generate_company(
             "attrition": "monthly voluntary exit probability voluntary_hazard * attrition_hazard_ratio^certified "
             "(certified at the start of the month); involuntary and other exits independent of it",
             "confounding": "certification uptake rises with level and tenure; level lowers incidents; fleets grow",
+            "selection": "start hazard x frailty ** -proneness_selection (incident-proneness the HR data "
+            "does not record); during a bad spell (shock_probability per month, shock_months long) the "
+            "incident rate is x shock_incident_multiplier and the start hazard x shock_certify_multiplier",
+            "renewals": "renewal_probability of awards are renewed: the renewal exam is sat in the 45 days "
+            "before expiry and passes",
             "population": "contractors and interns (employment_type) never act as primary responders and never certify",
             "contractor_hours": "hours per team-month = contractor_hours_per_template_head * template headcount * "
             "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",

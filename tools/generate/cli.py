@@ -56,8 +56,34 @@ def command(
         "--overwrite",
         help="Replace exports already in --out (otherwise refuse to mix two companies).",
     ),
+    incident_rate_ratio: float = typer.Option(
+        0.70, "--incident-rate-ratio", min=0.01, help="Planted incident rate ratio (1.0 = none)."
+    ),
+    mttr_ratio: float = typer.Option(
+        0.80, "--mttr-ratio", min=0.01, help="Planted MTTR ratio (1.0 = none)."
+    ),
+    attrition_hazard_ratio: float = typer.Option(
+        0.60, "--attrition-hazard-ratio", min=0.01, help="Planted hazard ratio (1.0 = none)."
+    ),
+    proneness_selection: float = typer.Option(
+        0.0,
+        "--proneness-selection",
+        help="Engineers with fewer incidents anyway certify more: start hazard x "
+        "frailty^-VALUE (0 = no selection; 2 is strong). Frailty is not in the exports.",
+    ),
+    shock_probability: float = typer.Option(
+        0.0,
+        "--shock-probability",
+        min=0.0,
+        max=1.0,
+        help="Monthly probability of a bad spell (3 months, twice the incident rate, six times "
+        "the certifying hazard): people certify after a bad spell (0 = none).",
+    ),
+    renewal_probability: float = typer.Option(
+        0.65, "--renewal-probability", min=0.0, max=1.0, help="Share of awards renewed."
+    ),
 ) -> None:
-    from tools.generate import generate_company
+    from tools.generate import PlantedModel, generate_company
 
     end = _parse_day(end_date, "--end-date")
     daily = _parse_day(daily_from, "--daily-from")
@@ -73,6 +99,14 @@ def command(
             dirt=not clean,
             garbage_rows=garbage_rows,
             overwrite=overwrite,
+            model=PlantedModel(
+                incident_rate_ratio=incident_rate_ratio,
+                mttr_ratio=mttr_ratio,
+                attrition_hazard_ratio=attrition_hazard_ratio,
+                proneness_selection=proneness_selection,
+                shock_probability=shock_probability,
+                renewal_probability=renewal_probability,
+            ),
         )
     except ValueError as exc:
         typer.echo(f"generate: {exc}", err=True)
