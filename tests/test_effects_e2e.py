@@ -78,7 +78,13 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
     _, truth, marts = company
     effects = marts["certification_effect"].set_index("metric")
     assert set(effects.index) == {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
+    from pipelines.lib.stats import EFFECT_COLUMNS
+
+    assert list(marts["certification_effect"].columns) == list(EFFECT_COLUMNS)
     for metric, row in effects.iterrows():
+        # about 550 engineers, 180 voluntary exits: every metric is estimable, none pre-trended
+        assert row.estimable and not row.pretrend_rejected, row.to_dict()
+        assert row.finding == (row.ci_high < 1 or row.ci_low > 1)
         planted = truth[metric]
         where = (
             f"{metric}: planted {planted}, published estimate {row.estimate:.3f} "

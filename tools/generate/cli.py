@@ -82,8 +82,22 @@ def command(
     renewal_probability: float = typer.Option(
         0.65, "--renewal-probability", min=0.0, max=1.0, help="Share of awards renewed."
     ),
+    seeds_dir: Path | None = typer.Option(
+        None,
+        "--seeds-dir",
+        help="Folder with the dbt seed CSVs to build the company from (default: the project's "
+        "dbt_project/seeds).",
+    ),
 ) -> None:
     from tools.generate import PlantedModel, generate_company
+    from tools.generate import reference
+
+    if seeds_dir is not None:
+        try:
+            reference.use_seeds(seeds_dir)
+        except FileNotFoundError as exc:
+            typer.echo(f"generate: {exc}", err=True)
+            raise typer.Exit(2) from None
 
     end = _parse_day(end_date, "--end-date")
     daily = _parse_day(daily_from, "--daily-from")
