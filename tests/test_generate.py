@@ -694,9 +694,9 @@ def test_reference_tables_are_the_dbt_seeds():
                 row.required_certification_codes.split(";")
             )
     levels = pd.read_csv(seeds / "skill_levels.csv")
-    assert ref.SALARY_BANDS == {
+    assert {
         r.skill_level: (r.salary_min_usd, r.salary_max_usd) for r in levels.itertuples()
-    }
+    } == ref.SALARY_BANDS
     catalogue = pd.read_csv(seeds / "certification_catalogue.csv")
     for r in catalogue.itertuples():
         expected = None if pd.isna(r.validity_months) else int(r.validity_months)

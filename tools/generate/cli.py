@@ -89,8 +89,7 @@ def command(
         "dbt_project/seeds).",
     ),
 ) -> None:
-    from tools.generate import PlantedModel, generate_company
-    from tools.generate import reference
+    from tools.generate import PlantedModel, generate_company, reference
 
     if seeds_dir is not None:
         try:
