@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from pipelines.lib.stats.fit import CONFIDENCE
+from pipelines.lib.stats.fit import CONFIDENCE, two_group_ratio
 from pipelines.lib.stats.result import Effect, interval_words, window_of
 
 METRIC = "attrition_hazard_ratio"
@@ -31,6 +31,11 @@ METHOD = (
 COMPARISON = (
     "at equal tenure: engineers while certified vs engineers (the same or others) while not yet "
     "or never certified, at the same skill level; lapsed time is its own group"
+)
+THREATS = (
+    "Engineers are compared with each other at equal tenure and level, so differences the HR "
+    "data does not record (ambition, a manager who both pushes training and keeps people) can "
+    "still show up as an effect of certifying."
 )
 NAIVE_METHOD = (
     "ever vs never: voluntary exits per person-month of engineers who ever certified / of "
@@ -120,24 +125,12 @@ def counting_process(m: pd.DataFrame) -> pd.DataFrame:
 
 
 def naive_ratio(m: pd.DataFrame) -> tuple[float, float, float]:
-    from pipelines.lib.stats.fit import FitError, fe_poisson
-
-    ever = m["ever_certified"].to_numpy()
-    exits = m["voluntary_exit"].to_numpy().astype(float)
-    if not ever.any() or ever.all() or exits.sum() == 0:
-        return (np.nan, np.nan, np.nan)
-    try:
-        fit = fe_poisson(
-            exits,
-            ever[:, None].astype(float),
-            np.zeros(len(m)),
-            [np.zeros(len(m), dtype=int)],
-            m["person_key"].to_numpy(),
-            ["ever"],
-        )
-    except FitError:
-        return (np.nan, np.nan, np.nan)
-    return fit.ratio("ever")
+    return two_group_ratio(
+        m["voluntary_exit"].to_numpy(),
+        m["ever_certified"].to_numpy(),
+        np.zeros(len(m)),
+        m["person_key"].to_numpy(),
+    )
 
 
 def _certified_share(cp: pd.DataFrame) -> float:
@@ -191,7 +184,7 @@ def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
 
 
 def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
-    e = Effect(METRIC, METHOD, COMPARISON, NAIVE_METHOD)
+    e = Effect(METRIC, METHOD, COMPARISON, NAIVE_METHOD, threats=THREATS)
     e.naive = naive_ratio(m)
     cp = counting_process(m)
     cert = (cp["certified"] > 0).to_numpy()

@@ -276,3 +276,19 @@ def dummies(values: np.ndarray, prefix: str) -> tuple[np.ndarray, list[str]]:
     rows = np.flatnonzero(codes > 0)
     mat[rows, codes[rows] - 1] = 1.0
     return mat, [f"{prefix}={lv}" for lv in levels[1:]]
+
+
+def two_group_ratio(y, group, offset, clusters) -> tuple[float, float, float]:
+    """Rate ratio of ``group`` vs the rest (Poisson with an intercept, no other controls),
+    interval clustered by ``clusters``; NaN when one side is empty or has no events."""
+    group = np.asarray(group, dtype=bool)
+    y = np.asarray(y, dtype=float)
+    if group.all() or not group.any() or y.sum() == 0:
+        return (np.nan, np.nan, np.nan)
+    try:
+        fit = fe_poisson(
+            y, group[:, None].astype(float), offset, [np.zeros(len(y), dtype=int)], clusters, ["g"]
+        )
+    except FitError:
+        return (np.nan, np.nan, np.nan)
+    return fit.ratio("g")

@@ -16,6 +16,7 @@ from pipelines.lib.stats.fit import (
     factor_codes,
     fe_poisson,
     informative_rows,
+    two_group_ratio,
 )
 from pipelines.lib.stats.result import Effect, interval_words, shortfall, window_of
 
@@ -82,20 +83,12 @@ def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray]) -> Fit:
 def naive_ratio(m: pd.DataFrame) -> tuple[float, float, float]:
     d = m[m["ever_certified"] & (m["exposure"] > 0)]
     after = (d["rel"] >= 0).to_numpy()
-    if d.empty or after.all() or not after.any() or d["incidents"].sum() == 0:
-        return (np.nan, np.nan, np.nan)
-    try:
-        fit = fe_poisson(
-            d["incidents"].to_numpy(),
-            after[:, None].astype(float),
-            np.log(d["exposure"].to_numpy()),
-            [np.zeros(len(d), dtype=int)],
-            d["person_key"].to_numpy(),
-            ["after"],
-        )
-    except FitError:
-        return (np.nan, np.nan, np.nan)
-    return fit.ratio("after")
+    return two_group_ratio(
+        d["incidents"].to_numpy(),
+        after,
+        np.log(d["exposure"].to_numpy()),
+        d["person_key"].to_numpy(),
+    )
 
 
 def _sample_size(d: pd.DataFrame) -> dict:

@@ -64,6 +64,7 @@ class Effect:
     n_cohorts: int = 0
     window: tuple = (None, None)
     caveats: list[str] = field(default_factory=list)
+    threats: str = THREATS
 
     @property
     def estimable(self) -> bool:
@@ -106,7 +107,7 @@ class Effect:
             "n_cohorts": int(self.n_cohorts),
             "method": self.method,
             "comparison": self.comparison,
-            "caveats": " ".join(c.strip() for c in [*self.caveats, THREATS] if c),
+            "caveats": " ".join(c.strip() for c in [*self.caveats, self.threats] if c),
             "window_start": self.window[0],
             "window_end": self.window[1],
         }
