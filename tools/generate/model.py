@@ -13,6 +13,11 @@ from dataclasses import asdict, dataclass, field
 class PlantedModel:
     # incidents as primary responder, per engineer-month of exposure
     incident_rate_ratio: float = 0.70  # IRR for "certified" (holds >= 1 active certification)
+    # heterogeneous effects (0 = none): log IRR changes by incident_effect_level_slope per level
+    # above 2, and grows linearly to its full size over the first incident_effect_ramp_months
+    # months after the first certification
+    incident_effect_level_slope: float = 0.0
+    incident_effect_ramp_months: int = 0
     incident_base_rate: float = 0.4  # lambda0 at level 2, fleet index 1, frailty 1
     incident_level_slope: float = -0.15  # log-rate per level above 2
     frailty_variance: float = 0.2  # Gamma(mean 1) per engineer

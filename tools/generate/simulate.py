@@ -152,7 +152,7 @@ class Simulation:
         self.engineer_month_log: list[tuple] | None = None
         # the validity harness sets these lists to read the planted world without the exports:
         # panel_log (index, month index, level, first day, last day employed, days in month,
-        # incidents), incident_log (index, day, certified, severity, minutes), exit_log
+        # incidents, planted incident rate ratio of the certified days), incident_log (index, day, certified, severity, minutes), exit_log
         # (index, day, separation type)
         self.panel_log: list[tuple] | None = None
         self.incident_log: list[tuple] | None = None
@@ -528,6 +528,19 @@ class Simulation:
         )
         return passed
 
+    def planted_irr(self, i: int, day: int) -> float:
+        """The incident rate ratio of engineer ``i`` while certified: the planted ratio, or with
+        heterogeneous effects one that changes with level and grows over the first
+        incident_effect_ramp_months after the first certification."""
+        m = self.m
+        log_irr = math.log(m.incident_rate_ratio)
+        if m.incident_effect_ramp_months:
+            first = min(iss for _, iss, _ in self.awards[i])
+            months = max(day - first, 0) / 30.4375 + 1
+            log_irr *= min(1.0, months / m.incident_effect_ramp_months)
+        log_irr += m.incident_effect_level_slope * (int(self.p.level[i]) - 2)
+        return math.exp(log_irr)
+
     def _selection(self, i: int) -> float:
         """Multiplier of the start hazard from what the HR data does not record: incident-
         proneness (frailty) and a current bad spell; 1 in the default world."""
@@ -653,12 +666,13 @@ class Simulation:
             )
             if self.m.shock_probability and self.in_shock(i):
                 rate *= self.m.shock_incident_multiplier
-            n_c = int(self.rng.poisson(rate * m.incident_rate_ratio * c_days)) if c_days else 0
+            irr = self.planted_irr(i, ms) if c_days else m.incident_rate_ratio
+            n_c = int(self.rng.poisson(rate * irr * c_days)) if c_days else 0
             n_u = int(self.rng.poisson(rate * u_days)) if u_days else 0
             if self.panel_log is not None:
-                self.panel_log.append((i, t, int(p.level[i]), a, b, dim, n_c + n_u))
+                self.panel_log.append((i, t, int(p.level[i]), a, b, dim, n_c + n_u, irr))
             if self.engineer_month_log is not None:
-                expected = rate / p.frailty[i] * (m.incident_rate_ratio * c_days + u_days)
+                expected = rate / p.frailty[i] * (irr * c_days + u_days)
                 self.engineer_month_log.append(
                     (i, t, int(p.level[i]), a, b, float(expected), n_c + n_u)
                 )

@@ -27,6 +27,9 @@ WORLDS = {
     "(start hazard x frailty^-2; frailty is not in the HR data)",
     "shock": "planted effects, and engineers certify after a bad spell (3 months of twice the "
     "incident rate, six times the start hazard): the pre-trend test should reject",
+    "heterogeneous": "planted effects, the incident ratio 10 % weaker per level above 2 and "
+    "growing to full size over 6 months after certifying (truth: its geometric mean over "
+    "certified engineer-months)",
 }
 
 
@@ -40,6 +43,8 @@ def world_model(world: str) -> PlantedModel:
         return replace(base, proneness_selection=2.0)
     if world == "shock":
         return replace(base, shock_probability=0.03)
+    if world == "heterogeneous":
+        return replace(base, incident_effect_level_slope=0.1, incident_effect_ramp_months=6)
     raise ValueError(f"unknown world {world!r}; choose one of {', '.join(WORLDS)}")
 
 
@@ -47,7 +52,7 @@ def run_world(
     world: str, seeds: list[int], employees: int, years: int, min_group_size: int = 5
 ) -> pd.DataFrame:
     """One row per seed and metric: the published row plus the planted value."""
-    from tools.validate.frames import frames
+    from tools.validate.frames import frames, planted_incident_ratio
 
     model = world_model(world)
     rows = []
@@ -55,7 +60,9 @@ def run_world(
         em, inc = frames(employees, years, seed, model)
         effects = stats.estimate_effects(em, inc, min_group_size=min_group_size)
         effects["seed"] = seed
-        effects["truth"] = [getattr(model, metric) for metric in effects["metric"]]
+        truth = {m: getattr(model, m) for m in stats.METRICS}
+        truth["incident_rate_ratio"] = planted_incident_ratio(em)
+        effects["truth"] = effects["metric"].map(truth)
         rows.append(effects)
     return pd.concat(rows, ignore_index=True)
 

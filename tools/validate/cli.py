@@ -17,7 +17,8 @@ def command(
         "planted",
         "--world",
         help="planted (default effects), null (all effects 1.0), selection (certifiers have "
-        "fewer incidents anyway, unrecorded) or shock (people certify after a bad spell).",
+        "fewer incidents anyway, unrecorded), shock (people certify after a bad spell) or "
+        "heterogeneous (incident effect differs by level and grows after certifying).",
     ),
     first_seed: int = typer.Option(
         1000, "--first-seed", help="Seeds first-seed .. first-seed + seeds - 1."

@@ -59,7 +59,7 @@ def _certified(awards: list[tuple], day: int) -> bool:
 
 def engineer_months(sim: Simulation) -> pd.DataFrame:
     log = pd.DataFrame(
-        sim.panel_log, columns=["i", "t", "skill_level", "a", "b", "dim", "incidents"]
+        sim.panel_log, columns=["i", "t", "skill_level", "a", "b", "dim", "incidents", "irr"]
     )
     month_dates = np.array([np.datetime64(m, "D") for m in sim.months])
     first_month_of = {
@@ -86,6 +86,7 @@ def engineer_months(sim: Simulation) -> pd.DataFrame:
             "first_certified_month": first_month,
             "incidents": log["incidents"],
             "exposure_months": (log["b"] - log["a"] + 1) / log["dim"],
+            "planted_irr": log["irr"],
         }
     )
     merged = log[["i", "a", "b"]].reset_index().merge(exits, on="i", how="left")
@@ -113,6 +114,15 @@ def incident_responses(sim: Simulation) -> pd.DataFrame:
             "month": month_dates[t],
         }
     )
+
+
+def planted_incident_ratio(em: pd.DataFrame) -> float:
+    """The planted incident rate ratio averaged (geometric mean) over certified engineer-months
+    after the month of the first certification: the target of the estimate when the planted
+    effect differs by level or time since certifying."""
+    after = pd.to_datetime(em["month"]) > pd.to_datetime(em["first_certified_month"])
+    rows = em[em["is_certified"] & after.to_numpy()]
+    return float(np.exp(np.log(rows["planted_irr"]).mean()))
 
 
 def frames(
