@@ -118,3 +118,27 @@ def test_harness_reports_coverage_per_metric():
         assert s.covered == int(inside.sum()) and s.estimable == len(ok)
     table = format_table("planted", 800, 2, summaries)
     assert table.count("\n| ") == 4  # header and three metrics
+
+
+def test_heterogeneous_effects_are_weaker_at_higher_levels_and_grow_after_certifying():
+    from tools.validate.frames import planted_incident_ratio
+
+    model = world_model("heterogeneous")
+    sim = simulate(800, 2, 5, model)
+    em = engineer_months(sim)
+    months = pd.to_datetime(em["month"]).dt.to_period("M").astype("int64") - pd.to_datetime(
+        em["first_certified_month"]
+    ).dt.to_period("M").astype("int64")
+    cert = em[em["is_certified"] & (months > 0)].assign(months=months)
+    log_irr = np.log(cert["planted_irr"])
+    # full size from month 6 on: log(0.7) + 0.1 (level - 2) exactly
+    late = cert[cert["months"] >= 7]
+    np.testing.assert_allclose(
+        np.log(late["planted_irr"]), np.log(0.7) + 0.1 * (late["skill_level"] - 2), atol=1e-9
+    )
+    # earlier, a smaller effect at the same level
+    early = cert[(cert["months"] <= 2) & (cert["skill_level"] == 2)]
+    assert (log_irr[early.index] > np.log(0.7)).all() and len(early) > 0
+    assert planted_incident_ratio(engineer_months(simulate(800, 2, 5, PlantedModel()))) == (
+        pytest.approx(0.70, rel=1e-12)
+    )
