@@ -12,7 +12,9 @@ from pipelines.lib.stats.result import Effect, interval_words, shortfall, window
 METRIC = "mttr_ratio"
 MIN_SWITCHERS = 15  # responders with resolved incidents both before and while certified
 MIN_INCIDENTS_EACH_SIDE = 30
-PRE_BINS = {"pre_far": (-np.inf, -7), "pre_near": (-6, -2)}
+# pre-trend test: incidents of months -6..-1 against the responder's earlier ones (month -1
+# alone holds too few resolved incidents to serve as the reference)
+PRE_BINS = {"pre_near": (-6, -1)}
 
 METHOD = (
     "Least squares on the logarithm of resolve minutes of resolved incidents where the engineer "
@@ -82,7 +84,7 @@ def _pretrend(d: pd.DataFrame) -> tuple[float, str]:
     rel = d["rel"].to_numpy()
     extra = {k: (rel >= lo) & (rel <= hi) for k, (lo, hi) in PRE_BINS.items()}
     extra = {k: v for k, v in extra.items() if v.sum() >= MIN_INCIDENTS_EACH_SIDE}
-    if not extra:
+    if not extra or (rel < -6).sum() < MIN_INCIDENTS_EACH_SIDE:
         return np.nan, "Pre-trend check: not possible (too few incidents before certifying)."
     extra |= {"certified": d["is_certified"].to_numpy(), "lapsed": d["lapsed"].to_numpy()}
     try:
@@ -99,8 +101,8 @@ def _pretrend(d: pd.DataFrame) -> tuple[float, str]:
         else ("resolve times already differed before certifying; not presented as a finding")
     )
     return p, (
-        f"Pre-trend check (F-test that resolve times in months -6..-2 and the months before "
-        f"them equal month -1, {q} df): p = {p:.3f}: {verdict}."
+        f"Pre-trend check (F-test that resolve times in months -6..-1 before certifying equal "
+        f"the responder's earlier ones, {q} df): p = {p:.3f}: {verdict}."
     )
 
 
