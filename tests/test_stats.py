@@ -427,6 +427,27 @@ def test_fixed_effects_least_squares_matches_statsmodels_with_dummies():
     assert ours.factor == pytest.approx(g / (g - 1) * (n - 1) / (n - 2 - 19))
 
 
+def test_a_control_the_absorbed_effects_explain_is_dropped_not_fatal():
+    """A control equal to a month indicator (as a level dummy can be in a small company) adds
+    nothing once month effects are in: the fit drops it and the slopes stay the same."""
+    rng, pid, t, x, frailty = _panel(3)
+    y = rng.poisson(np.exp(x @ [-0.35, 0.1]) * frailty)
+    keep = stats.fit.informative_rows(y.astype(float), [pid, t])
+    pid, t, x, y = pid[keep], t[keep], x[keep], y[keep]
+    offset = np.zeros(len(y))
+    base = stats.fe_poisson(y, x, offset, [pid, t], pid, ["certified", "z"])
+    extra = np.column_stack([x, (t == 5).astype(float)])
+    fit = stats.fe_poisson(y, extra, offset, [pid, t], pid, ["certified", "z", "month5"])
+    # one of month5 and the month-5 indicator goes; certified and z are what they were
+    assert fit.names[:2] == ["certified", "z"]
+    np.testing.assert_allclose(fit.params[:2], base.params, rtol=1e-8)
+    np.testing.assert_allclose(fit.cov[:2, :2], base.cov, rtol=1e-6)
+    ever = np.zeros(len(y))
+    ever[pid % 2 == 0] = 1.0  # fixed per engineer: nothing to compare within an engineer
+    with pytest.raises(stats.FitError, match="does not change within any engineer"):
+        stats.fe_poisson(y, ever[:, None], offset, [pid, t], pid, ["ever"])
+
+
 def test_wald_pretrend_p_value_matches_a_hand_calculation():
     fit = stats.Fit(
         ["a", "b"], np.array([0.1, -0.2]), np.array([[0.01, 0.0], [0.0, 0.04]]), n_clusters=11

@@ -195,12 +195,31 @@ def _absorb_first(x: np.ndarray, names: list[str], codes: list[np.ndarray]):
     return np.column_stack(blocks), [*names, *extra], codes[:1]
 
 
+def independent_columns(x, names: list[str], codes, n_slopes: int, required: int = 1):
+    """Keep the columns that add information once the first factor is removed, in order
+    (the covariates of interest first, then controls, then month indicators): a level dummy
+    that month and engineer effects already explain is dropped instead of failing the fit."""
+    xd = demean(x, codes[:1], np.ones(len(x)))
+    gram = xd.T @ xd
+    tol = 1e-9 * max(float(np.trace(gram)), 1e-12)
+    keep: list[int] = []
+    for j in range(x.shape[1]):
+        cand = [*keep, j]
+        if np.linalg.matrix_rank(gram[np.ix_(cand, cand)], tol=tol, hermitian=True) == len(cand):
+            keep.append(j)
+    lost = [n for j, n in enumerate(names[:required]) if j not in keep]
+    if lost:
+        raise FitError(f"{', '.join(lost)} is explained by the engineer and month effects")
+    return x[:, keep], [names[j] for j in keep], sum(1 for j in keep if j < n_slopes)
+
+
 def fe_ols(y, x, codes, groups, names) -> Fit:
     """Least squares of y on x with the factors in ``codes`` absorbed; clustered by ``groups``."""
     y = np.asarray(y, dtype=float)
     x, names = drop_absorbed(np.asarray(x, dtype=float), list(names), codes)
     n_slopes = len(names)
     x, names, codes = _absorb_first(x, names, codes)
+    x, names, n_slopes = independent_columns(x, names, codes, n_slopes)
     w = np.ones(len(y))
     both = demean(np.column_stack([y, x]), codes, w)
     yd, xd = both[:, 0], both[:, 1:]
@@ -224,6 +243,7 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
     x, names = drop_absorbed(np.asarray(x, dtype=float), list(names), codes)
     n_slopes = len(names)
     x, names, codes = _absorb_first(x, names, codes)
+    x, names, n_slopes = independent_columns(x, names, codes, n_slopes)
     mu = (y + y.mean()) / 2 + 1e-8
     eta = np.log(mu) - offset
     dev_old, converged = np.inf, False
