@@ -78,7 +78,17 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
     _, truth, marts = company
     effects = marts["certification_effect"].set_index("metric")
     assert set(effects.index) == {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
+    from pipelines.lib.stats import EFFECT_COLUMNS
+
+    assert list(marts["certification_effect"].columns) == list(EFFECT_COLUMNS)
     for metric, row in effects.iterrows():
+        # about 550 engineers, 180 voluntary exits: every metric is estimable; no pre-trend is
+        # planted, so the test rejects at 5 % by chance only (seed 101: p = 0.03 for incidents,
+        # the same on the harness frames): checked at 0.1 % like the intervals
+        assert row.estimable, row.to_dict()
+        assert np.isnan(row.pretrend_p) or row.pretrend_p > 0.001, row.to_dict()
+        excludes_one = row.ci_high < 1 or row.ci_low > 1
+        assert row.finding == (excludes_one and not row.pretrend_rejected)
         planted = truth[metric]
         where = (
             f"{metric}: planted {planted}, published estimate {row.estimate:.3f} "
@@ -88,8 +98,37 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
         assert 0 < se < 0.5, where
         assert abs(np.log(row.estimate / planted)) <= Z999 * se, where
         assert not (row.ci_low <= row.naive_estimate <= row.ci_high), where
+        if metric == "mttr_ratio":
+            # the naive MTTR (before/after ratio of geometric means) is off by the tooling trend
+            # only, about 0.10 in log, 3-4 standard errors of the within-responder estimate: on
+            # average it is 4 times further from the truth (25 harness seeds at this size, see
+            # docs/statistics.md), but not on every seed (seed 101: estimate 2.6 standard
+            # errors high, 0.856 against 0.80, the naive 0.767), so only "outside" is checked
+            continue
         assert abs(np.log(row.naive_estimate / planted)) > abs(np.log(row.estimate / planted)), (
             where
+        )
+
+
+def test_the_validity_harness_sees_the_same_data_as_the_pipeline(company):
+    """`python -m tools validate` builds the two input frames from the simulation instead of
+    the CSV files and dbt; on the same seed it must publish the same effects."""
+    from pipelines.lib.stats import estimate_effects
+    from tools.generate.model import PlantedModel
+    from tools.validate.frames import frames
+
+    _, truth, marts = company
+    em, inc = frames(EMPLOYEES, YEARS, truth["seed"], PlantedModel())
+    ours = estimate_effects(em, inc).set_index("metric")
+    published = marts["certification_effect"].set_index("metric")
+    assert ours.loc["incident_rate_ratio", "estimate"] == pytest.approx(
+        published.loc["incident_rate_ratio", "estimate"], rel=1e-6
+    )
+    # a few incidents and exit months differ at the edges of the window (open incidents,
+    # tenure on the last day worked)
+    for metric in ("mttr_ratio", "attrition_hazard_ratio"):
+        assert ours.loc[metric, "estimate"] == pytest.approx(
+            published.loc[metric, "estimate"], rel=0.03
         )
 
 

@@ -677,3 +677,52 @@ def test_command_line_writes_a_company_and_explains_bad_dates(tmp_path):
     )
     assert replaced.exit_code == 0, replaced.output
     assert json.loads((out / "ground_truth.json").read_text())["seed"] == 2
+
+
+# ------------------------------------------------------------- reference data from the seeds
+def test_reference_tables_are_the_dbt_seeds():
+    """Team templates, required certifications, salary bands and certification validity come
+    from dbt_project/seeds (read here independently with pandas)."""
+    import pandas as pd
+
+    from tools.generate import reference as ref
+
+    seeds = Path(__file__).resolve().parent.parent / "dbt_project" / "seeds"
+    templates = pd.read_csv(seeds / "team_template_requirements.csv")
+    for cls, rows in templates.groupby("fleet_size_class"):
+        assert sum(t[1] for t in ref.TEAM_TEMPLATES[cls]) == rows["headcount"].sum()
+        for row in rows.itertuples():
+            assert ref.REQUIRED_CERTS[cls][row.role_family] == tuple(
+                row.required_certification_codes.split(";")
+            )
+    levels = pd.read_csv(seeds / "skill_levels.csv")
+    assert {
+        r.skill_level: (r.salary_min_usd, r.salary_max_usd) for r in levels.itertuples()
+    } == ref.SALARY_BANDS
+    catalogue = pd.read_csv(seeds / "certification_catalogue.csv")
+    for r in catalogue.itertuples():
+        expected = None if pd.isna(r.validity_months) else int(r.validity_months)
+        assert ref.CERTIFICATIONS[r.code].validity_months == expected
+
+
+def test_an_overridden_seed_reaches_the_generator(tmp_path):
+    import shutil
+
+    from tools.generate import reference as ref
+
+    seeds = Path(__file__).resolve().parent.parent / "dbt_project" / "seeds"
+    for f in seeds.glob("*.csv"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (tmp_path / "skill_levels.csv").read_text(encoding="utf-8")
+    (tmp_path / "skill_levels.csv").write_text(
+        text.replace(",75000,95000,", ",60000,70000,"), encoding="utf-8"
+    )
+    try:
+        ref.use_seeds(tmp_path)
+        assert ref.SALARY_BANDS[1] == (60000, 70000)
+    finally:
+        ref.use_seeds()
+    assert ref.SALARY_BANDS[1] == (75000, 95000)
+    (tmp_path / "fleet_size_classes.csv").unlink()
+    with pytest.raises(FileNotFoundError, match="fleet_size_classes.csv.*--seeds-dir"):
+        ref.load_seeds(tmp_path)

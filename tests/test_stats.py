@@ -9,6 +9,8 @@ confounding predicts.
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -29,8 +31,14 @@ def simulate(
     mttr: float = 0.80,
     hr: float = 0.60,
     cert_base: float = 0.012,
+    select: float = 0.0,
+    shock: float = 0.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Engineer-month panel and incident responses shaped like the intermediate models."""
+    """Engineer-month panel and incident responses shaped like the intermediate models.
+
+    ``select``: certifying hazard x frailty^-select (those with fewer incidents anyway certify
+    more; frailty is not in the data). ``shock``: monthly probability of a 4-month bad spell
+    (twice the incident rate; six times the certifying hazard in its last two months)."""
     rng = np.random.default_rng(seed)
     start_tenure = np.where(rng.random(n) < 0.6, rng.integers(0, 72, n), 0)
     entry = np.where(start_tenure > 0, 0, rng.integers(0, months - 6, n))
@@ -46,7 +54,13 @@ def simulate(
     active = np.zeros(n, bool)
     gone = np.zeros(n, bool)
     frames, incidents = [], []
+    shock_until = np.full(n, -1)
     for t in range(months):
+        if shock:
+            start = active & ~certified & (shock_until < t) & (rng.random(n) < shock)
+            shock_until = np.where(start, t + 3, shock_until)
+        in_shock = shock_until >= t
+        late_in_shock = in_shock & (shock_until - t <= 1)  # the spell's last two months
         active |= (entry == t) & ~gone
         tenure = start_tenure + (t - entry)
         level = np.where(active & (rng.random(n) < 0.015), np.minimum(level + 1, 5), level)
@@ -55,7 +69,8 @@ def simulate(
         renew = expired & (rng.random(n) < 0.6)
         cert_until = np.where(renew, t + 23, cert_until)
         certified &= ~(expired & ~renew)
-        p_cert = np.minimum(cert_base * np.exp(0.35 * (level - 1) + 0.25 * tenure / 12), 0.5)
+        p_cert = cert_base * np.exp(0.35 * (level - 1) + 0.25 * tenure / 12)
+        p_cert = np.minimum(p_cert * frailty**-select * np.where(late_in_shock, 6.0, 1.0), 0.5)
         new = active & ~certified & (rng.random(n) < p_cert)
         certified |= new
         cert_until = np.where(new, t + 23, cert_until)
@@ -63,7 +78,7 @@ def simulate(
         # incidents as primary responder
         fleet = team_fleet0[team] * np.exp(team_growth[team] * t)
         lam = 1.0 * np.exp(team_growth[team] * t) * np.exp(-0.15 * (level - 2)) * frailty
-        lam = lam * np.where(certified, irr, 1.0)
+        lam = lam * np.where(certified, irr, 1.0) * np.where(in_shock, 2.0, 1.0)
         count = np.where(active, rng.poisson(lam), 0)
         # exits
         u = rng.random(n)
@@ -198,9 +213,23 @@ def test_effect_rows_have_the_mart_columns_and_plain_words(planted_run):
     assert list(effects.columns) == list(stats.EFFECT_COLUMNS)
     assert list(effects["metric"]) == list(stats.METRICS)
     assert (effects["n_engineers"] > 100).all() and (effects["n_events"] > 0).all()
+    assert (effects["n_cohorts"] > 3).all()
+    assert effects["estimable"].all() and not effects["pretrend_rejected"].any()
+    excludes_one = (effects["ci_high"] < 1) | (effects["ci_low"] > 1)
+    assert (effects["finding"] == excludes_one).all()
+    assert effects.loc[:1, "finding"].all()  # incidents and MTTR: thousands of events
+    assert effects["not_estimable_reason"].isna().all() and effects["data_needed"].isna().all()
     assert effects["method"].str.len().min() > 100
-    assert effects["caveats"].str.contains("Threats").all()
+    assert effects["naive_method"].str.len().min() > 50
+    assert (effects["naive_ci_low"] < effects["naive_estimate"]).all()
+    assert (effects["naive_estimate"] < effects["naive_ci_high"]).all()
+    assert effects.loc[:1, "caveats"].str.contains("Comparing each engineer with themselves").all()
+    assert "compared with each other" in effects.loc[2, "caveats"]
     assert "Pre-trend check" in effects.loc[0, "caveats"]
+    # a test that applies has a p-value; the hazard ratio has none
+    assert effects["pretrend_p"].notna().tolist() == [True, True, False]
+    assert str(effects.loc[0, "window_start"]) == "2021-01-01"
+    assert str(effects.loc[0, "window_end"]) == "2024-12-01"
 
 
 def test_event_study_is_flat_before_and_near_the_planted_ratio_after(planted_run):
@@ -231,8 +260,10 @@ def test_no_certified_engineers_gives_null_rows_with_a_reason_not_a_crash():
     assert not em["is_certified"].any()
     effects, study = stats.analyse(em, inc)
     assert list(effects["metric"]) == list(stats.METRICS)
-    assert effects["estimate"].isna().all()
-    assert effects["caveats"].str.startswith("Not estimated").all()
+    assert effects["estimate"].isna().all() and effects["ci_low"].isna().all()
+    assert not effects["estimable"].any() and not effects["finding"].any()
+    assert effects["not_estimable_reason"].notna().all()
+    assert effects["data_needed"].str.contains("about|certif").all(), effects["data_needed"]
     assert study["estimate"].isna().all()
 
 
@@ -346,36 +377,122 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     assert "incident_rate_ratio" in meta["marts/certification_effect"]
 
 
-def test_normal_equation_fits_match_statsmodels():
-    """The fast fitters must reproduce statsmodels' GLM/OLS with clustered errors."""
+def _panel(seed: int, people: int = 120, months: int = 20):
+    rng = np.random.default_rng(seed)
+    pid = np.repeat(np.arange(people), months)
+    t = np.tile(np.arange(months), people)
+    start = rng.integers(0, months, people)
+    certified = (t >= start[pid]).astype(float)
+    z = rng.normal(size=len(pid))
+    frailty = rng.gamma(2, 0.5, people)[pid]
+    return rng, pid, t, np.column_stack([certified, z]), frailty
+
+
+def test_fixed_effects_poisson_matches_statsmodels_with_dummies():
+    """Demeaned Poisson == GLM(Poisson) with one dummy per engineer and per month: same slopes,
+    same clustered covariance (without small-sample factors, which differ by design)."""
     import statsmodels.api as sm
 
-    rng = np.random.default_rng(0)
-    n, groups = 3000, rng.integers(0, 300, 3000)
-    x = np.column_stack(
-        [np.ones(n), rng.random(n) < 0.4, rng.integers(0, 4, n) == 1, rng.normal(size=n)]
-    ).astype(float)
-    exposure = rng.uniform(0.5, 1.0, n)
-    y = rng.poisson(exposure * np.exp(x @ [0.2, -0.35, 0.3, 0.1]) * rng.gamma(2, 0.5, 300)[groups])
-    names = ["const", "certified", "level", "z"]
-    ours = stats.fit_poisson(y, x, np.log(exposure), groups, names)
-    ref = sm.GLM(y, x, family=sm.families.Poisson(), offset=np.log(exposure)).fit(
-        cov_type="cluster", cov_kwds={"groups": groups}
+    rng, pid, t, x, frailty = _panel(0)
+    exposure = rng.uniform(0.5, 1.0, len(pid))
+    y = rng.poisson(exposure * np.exp(x @ [-0.35, 0.1] + 0.02 * t) * frailty)
+    keep = stats.fit.informative_rows(y.astype(float), [pid, t])
+    pid, t, x, y, exposure = pid[keep], t[keep], x[keep], y[keep], exposure[keep]
+    ours = stats.fe_poisson(y, x, np.log(exposure), [pid, t], pid, ["certified", "z"])
+    dummies = pd.get_dummies(pd.DataFrame({"p": pid, "t": t}).astype(str), drop_first=True)
+    design = np.column_stack([x, np.ones(len(y)), dummies.to_numpy(float)])
+    ref = sm.GLM(y, design, family=sm.families.Poisson(), offset=np.log(exposure)).fit(
+        cov_type="cluster", cov_kwds={"groups": pid, "use_correction": False}
     )
-    np.testing.assert_allclose(ours.params, ref.params, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(ours.cov, ref.cov_params(), rtol=1e-6, atol=1e-12)
-    log_y = np.log(1 + y) + rng.normal(size=n)
-    ours = stats.fit_ols(log_y, x, groups, names)
-    ref = sm.OLS(log_y, x).fit(cov_type="cluster", cov_kwds={"groups": groups})
-    np.testing.assert_allclose(ours.params, ref.params, rtol=1e-9)
-    np.testing.assert_allclose(ours.cov, ref.cov_params(), rtol=1e-9)
+    np.testing.assert_allclose(ours.params, ref.params[:2], rtol=1e-6)
+    np.testing.assert_allclose(ours.cov / ours.factor, ref.cov_params()[:2, :2], rtol=1e-5)
+
+
+def test_fixed_effects_least_squares_matches_statsmodels_with_dummies():
+    import statsmodels.api as sm
+
+    rng, pid, t, x, frailty = _panel(1)
+    y = x @ [-0.2, 0.3] + np.log(frailty) + 0.01 * t + rng.normal(size=len(pid))
+    ours = stats.fe_ols(y, x, [pid, t], pid, ["certified", "z"])
+    dummies = pd.get_dummies(pd.DataFrame({"p": pid, "t": t}).astype(str), drop_first=True)
+    design = np.column_stack([x, np.ones(len(y)), dummies.to_numpy(float)])
+    ref = sm.OLS(y, design).fit(
+        cov_type="cluster", cov_kwds={"groups": pid, "use_correction": False}
+    )
+    np.testing.assert_allclose(ours.params, ref.params[:2], rtol=1e-8)
+    np.testing.assert_allclose(ours.cov / ours.factor, ref.cov_params()[:2, :2], rtol=1e-6)
+    # the few-cluster factor: G/(G-1) (N-1)/(N-K), K = 2 slopes + 19 month effects
+    n, g = len(y), 120
+    assert ours.factor == pytest.approx(g / (g - 1) * (n - 1) / (n - 2 - 19))
+
+
+def test_a_control_the_absorbed_effects_explain_is_dropped_not_fatal():
+    """A control equal to a month indicator (as a level dummy can be in a small company) adds
+    nothing once month effects are in: the fit drops it and the slopes stay the same."""
+    rng, pid, t, x, frailty = _panel(3)
+    y = rng.poisson(np.exp(x @ [-0.35, 0.1]) * frailty)
+    keep = stats.fit.informative_rows(y.astype(float), [pid, t])
+    pid, t, x, y = pid[keep], t[keep], x[keep], y[keep]
+    offset = np.zeros(len(y))
+    base = stats.fe_poisson(y, x, offset, [pid, t], pid, ["certified", "z"])
+    extra = np.column_stack([x, (t == 5).astype(float)])
+    fit = stats.fe_poisson(y, extra, offset, [pid, t], pid, ["certified", "z", "month5"])
+    # one of month5 and the month-5 indicator goes; certified and z are what they were
+    assert fit.names[:2] == ["certified", "z"]
+    np.testing.assert_allclose(fit.params[:2], base.params, rtol=1e-8)
+    np.testing.assert_allclose(fit.cov[:2, :2], base.cov, rtol=1e-6)
+    ever = np.zeros(len(y))
+    ever[pid % 2 == 0] = 1.0  # fixed per engineer: nothing to compare within an engineer
+    with pytest.raises(stats.FitError, match="does not change within any engineer"):
+        stats.fe_poisson(y, ever[:, None], offset, [pid, t], pid, ["ever"])
 
 
 def test_wald_pretrend_p_value_matches_a_hand_calculation():
-    fit = stats.Fit(["a", "b"], np.array([0.1, -0.2]), np.array([[0.01, 0.0], [0.0, 0.04]]))
-    # chi2 = 0.1^2/0.01 + 0.2^2/0.04 = 2 with 2 df: p = exp(-1)
+    fit = stats.Fit(
+        ["a", "b"], np.array([0.1, -0.2]), np.array([[0.01, 0.0], [0.0, 0.04]]), n_clusters=11
+    )
+    # Wald = 0.1^2/0.01 + 0.2^2/0.04 = 2, F = 2/2 = 1 on (2, 10) df: p = (1 + 2/10)^-5
     p, dof = fit.wald_p(["a", "b"])
-    assert dof == 2 and p == pytest.approx(np.exp(-1.0))
+    assert dof == 2 and p == pytest.approx(1.2**-5)
+    # interval from Student-t with G-1 = 10 df (2.228), not the normal 1.96
+    est, lo, hi = fit.ratio("a")
+    assert np.log(hi) - 0.1 == pytest.approx(2.2281389 * 0.1, rel=1e-6)
+
+
+def test_naive_two_group_ratio_is_the_ratio_of_rates():
+    rng = np.random.default_rng(2)
+    y = rng.poisson(0.3, 500).astype(float)
+    group = rng.random(500) < 0.4
+    exposure = rng.uniform(0.2, 1.0, 500)
+    est, lo, hi = stats.fit.two_group_ratio(y, group, np.log(exposure), np.arange(500))
+    rate = lambda m: y[m].sum() / exposure[m].sum()  # noqa: E731
+    assert est == pytest.approx(rate(group) / rate(~group), rel=1e-9)
+    assert lo < est < hi
+
+
+def test_selection_on_unrecorded_proneness_does_not_pose_as_an_effect():
+    """Engineers with fewer incidents anyway certify more; comparing each with themselves
+    still covers the planted ratio, where comparing certified with other engineers would not."""
+    em, inc = simulate(31, select=2.0)
+    row = stats.estimate_effects(em, inc).set_index("metric").loc["incident_rate_ratio"]
+    assert row.ci_low <= 0.70 <= row.ci_high, row.to_dict()
+    assert not row.pretrend_rejected
+
+
+def test_certifying_after_a_bad_spell_is_flagged_and_not_a_finding():
+    em, inc = simulate(37, shock=0.03)
+    row = stats.estimate_effects(em, inc).set_index("metric").loc["incident_rate_ratio"]
+    assert row.pretrend_rejected and row.pretrend_p < 0.05
+    assert not row.finding
+    assert "not presented as a finding" in row.caveats
+
+
+def test_too_few_exits_is_not_estimable_with_the_exits_needed():
+    em, inc = simulate(5, n=120, months=24)
+    row = stats.estimate_effects(em, inc).set_index("metric").loc["attrition_hazard_ratio"]
+    assert not row.estimable and np.isnan(row.estimate) and np.isnan(row.ci_high)
+    assert "voluntary exits" in row.not_estimable_reason
+    assert re.fullmatch(r"about \d+ more voluntary exits", row.data_needed)
 
 
 def test_missing_estimates_are_written_as_sql_null():

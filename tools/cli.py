@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from tools.generate.cli import command as generate
+from tools.validate.cli import command as validate
 
 app = typer.Typer(
     name="tools",
@@ -17,5 +18,10 @@ app.command(
     name="generate",
     help="Write a synthetic company's exports with planted effects (ground_truth.json).",
 )(generate)
+app.command(
+    name="validate",
+    help="Generate N companies with planted effects and report how often the estimators' 95 % "
+    "intervals cover them (coverage, bias, width, false positives, pre-trend rejections).",
+)(validate)
 # A typer app with one command runs it without its name; this keeps `tools generate ...`.
 app.callback()(lambda: None)

@@ -1,4 +1,4 @@
-"""Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats.py`).
+"""Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats/`).
 
 Reads the two intermediate models from the build file, estimates, and writes the two marts back
 into schema `marts` of the same file. Each DuckDB connection is closed before the next step so
@@ -50,6 +50,12 @@ def effect_metadata(effects) -> dict:
                 "naive_estimate": _number(row.naive_estimate),
                 "n_engineers": None if pd.isna(row.n_engineers) else int(row.n_engineers),
                 "n_events": None if pd.isna(row.n_events) else int(row.n_events),
+                "estimable": bool(row.estimable),
+                "finding": bool(row.finding),
+                "pretrend_p": _number(row.pretrend_p),
+                "not_estimable_reason": None
+                if pd.isna(row.not_estimable_reason)
+                else str(row.not_estimable_reason),
             }
         )
     meta["dagster/row_count"] = len(effects)
@@ -92,6 +98,8 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         context.log.info(
             f"{row.metric}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], "
             f"naive {row.naive_estimate:.3f}"
+            if row.estimable
+            else f"{row.metric}: not estimable: {row.not_estimable_reason}"
         )
     yield dg.MaterializeResult(asset_key=EFFECT_KEY, metadata=effect_metadata(effects))
     yield dg.MaterializeResult(

@@ -29,6 +29,31 @@ CERTIFIED_DEFINITION = (
 )
 
 
+MODEL_NOTES = {
+    "incidents": "primary-responder incidents of an infrastructure employee per month ~ Poisson("
+    "incident_base_rate * fleet_index(month) * exp(incident_level_slope*(level-2)) * "
+    "frailty * incident_rate_ratio^certified * exposure); certified is evaluated per day, "
+    "exposure = days employed in the month / days in the month",
+    "fleet_index": "company GPU count at month end / GPU count of the clusters present in the first month",
+    "mttr": "resolve minutes ~ LogNormal(log mttr_base_minutes + mttr_severity_effect + mttr_level_slope*level "
+    "+ mttr_year_slope*years_since_start + log(mttr_ratio)*certified_at_opening, mttr_sigma); "
+    "vendor-led incidents are hardware replacements resolved after Uniform(2, 21) days",
+    "attrition": "monthly voluntary exit probability voluntary_hazard * attrition_hazard_ratio^certified "
+    "(certified at the start of the month); involuntary and other exits independent of it",
+    "confounding": "certification uptake rises with level and tenure; level lowers incidents; fleets grow",
+    "selection": "start hazard x frailty ** -proneness_selection (incident-proneness the HR data "
+    "does not record); during a bad spell (shock_probability per month, shock_months long) the "
+    "incident rate is x shock_incident_multiplier and the start hazard x shock_certify_multiplier",
+    "renewals": "renewal_probability of awards are renewed: the renewal exam is sat in the 45 days "
+    "before expiry and passes",
+    "population": "contractors and interns (employment_type) never act as primary responders and never certify",
+    "contractor_hours": "hours per team-month = contractor_hours_per_template_head * template headcount * "
+    "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
+    "vendor_incidents": "vendor_primary_rate * fleet_index per cluster-month, primary responder from a vendor domain "
+    "(unmatched in the HRIS); they carry no planted effect",
+}
+
+
 def _prepare_out(out: Path, overwrite: bool) -> None:
     """Refuse to mix two companies in one folder: stale files would make the set incoherent."""
     folders = sorted({e.folder for e in EXPORTS.values()})
@@ -153,24 +178,7 @@ def generate_company(
             "garbage_rows": garbage_rows,
         },
         "model": model.as_dict(),
-        "model_notes": {
-            "incidents": "primary-responder incidents of an infrastructure employee per month ~ Poisson("
-            "incident_base_rate * fleet_index(month) * exp(incident_level_slope*(level-2)) * "
-            "frailty * incident_rate_ratio^certified * exposure); certified is evaluated per day, "
-            "exposure = days employed in the month / days in the month",
-            "fleet_index": "company GPU count at month end / GPU count of the clusters present in the first month",
-            "mttr": "resolve minutes ~ LogNormal(log mttr_base_minutes + mttr_severity_effect + mttr_level_slope*level "
-            "+ mttr_year_slope*years_since_start + log(mttr_ratio)*certified_at_opening, mttr_sigma); "
-            "vendor-led incidents are hardware replacements resolved after Uniform(2, 21) days",
-            "attrition": "monthly voluntary exit probability voluntary_hazard * attrition_hazard_ratio^certified "
-            "(certified at the start of the month); involuntary and other exits independent of it",
-            "confounding": "certification uptake rises with level and tenure; level lowers incidents; fleets grow",
-            "population": "contractors and interns (employment_type) never act as primary responders and never certify",
-            "contractor_hours": "hours per team-month = contractor_hours_per_template_head * template headcount * "
-            "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
-            "vendor_incidents": "vendor_primary_rate * fleet_index per cluster-month, primary responder from a vendor domain "
-            "(unmatched in the HRIS); they carry no planted effect",
-        },
+        "model_notes": MODEL_NOTES,
         "fleet_index_by_month": extra["fleet_index_by_month"],
         "counts": {k: v for k, v in summary.items() if k != "files"},
         "dirt": writer.dirt,

@@ -19,6 +19,35 @@ def _parse_day(value: str | None, option: str) -> date | None:
         ) from None
 
 
+# the planted world (tools/generate/model.py); 1.0 plants no effect
+IRR_OPTION = typer.Option(0.70, "--incident-rate-ratio", min=0.01, help="Planted incident ratio.")
+MTTR_OPTION = typer.Option(0.80, "--mttr-ratio", min=0.01, help="Planted MTTR ratio.")
+HR_OPTION = typer.Option(0.60, "--attrition-hazard-ratio", min=0.01, help="Planted hazard ratio.")
+SELECTION_OPTION = typer.Option(
+    0.0,
+    "--proneness-selection",
+    help="Engineers with fewer incidents anyway certify more: start hazard x "
+    "frailty^-VALUE (0 = no selection; 2 is strong). Frailty is not in the exports.",
+)
+SHOCK_OPTION = typer.Option(
+    0.0,
+    "--shock-probability",
+    min=0.0,
+    max=1.0,
+    help="Monthly probability of a bad spell (3 months, twice the incident rate, six times "
+    "the certifying hazard): people certify after a bad spell (0 = none).",
+)
+RENEWAL_OPTION = typer.Option(
+    0.65, "--renewal-probability", min=0.0, max=1.0, help="Share of awards renewed."
+)
+SEEDS_DIR_OPTION = typer.Option(
+    None,
+    "--seeds-dir",
+    help="Folder with the dbt seed CSVs to build the company from (default: the project's "
+    "dbt_project/seeds).",
+)
+
+
 def command(
     out: Path = typer.Option(
         ...,
@@ -56,8 +85,22 @@ def command(
         "--overwrite",
         help="Replace exports already in --out (otherwise refuse to mix two companies).",
     ),
+    incident_rate_ratio: float = IRR_OPTION,
+    mttr_ratio: float = MTTR_OPTION,
+    attrition_hazard_ratio: float = HR_OPTION,
+    proneness_selection: float = SELECTION_OPTION,
+    shock_probability: float = SHOCK_OPTION,
+    renewal_probability: float = RENEWAL_OPTION,
+    seeds_dir: Path | None = SEEDS_DIR_OPTION,
 ) -> None:
-    from tools.generate import generate_company
+    from tools.generate import PlantedModel, generate_company, reference
+
+    if seeds_dir is not None:
+        try:
+            reference.use_seeds(seeds_dir)
+        except FileNotFoundError as exc:
+            typer.echo(f"generate: {exc}", err=True)
+            raise typer.Exit(2) from None
 
     end = _parse_day(end_date, "--end-date")
     daily = _parse_day(daily_from, "--daily-from")
@@ -73,6 +116,14 @@ def command(
             dirt=not clean,
             garbage_rows=garbage_rows,
             overwrite=overwrite,
+            model=PlantedModel(
+                incident_rate_ratio=incident_rate_ratio,
+                mttr_ratio=mttr_ratio,
+                attrition_hazard_ratio=attrition_hazard_ratio,
+                proneness_selection=proneness_selection,
+                shock_probability=shock_probability,
+                renewal_probability=renewal_probability,
+            ),
         )
     except ValueError as exc:
         typer.echo(f"generate: {exc}", err=True)

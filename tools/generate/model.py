@@ -13,6 +13,11 @@ from dataclasses import asdict, dataclass, field
 class PlantedModel:
     # incidents as primary responder, per engineer-month of exposure
     incident_rate_ratio: float = 0.70  # IRR for "certified" (holds >= 1 active certification)
+    # heterogeneous effects (0 = none): log IRR changes by incident_effect_level_slope per level
+    # above 2, and grows linearly to its full size over the first incident_effect_ramp_months
+    # months after the first certification
+    incident_effect_level_slope: float = 0.0
+    incident_effect_ramp_months: int = 0
     incident_base_rate: float = 0.4  # lambda0 at level 2, fleet index 1, frailty 1
     incident_level_slope: float = -0.15  # log-rate per level above 2
     frailty_variance: float = 0.2  # Gamma(mean 1) per engineer
@@ -43,7 +48,18 @@ class PlantedModel:
     cert_start_tenure_slope: float = 0.6
     cert_start_tenure_cap: float = 3.0
     exam_pass_base: float = 0.62  # at level 2, +0.06 per level
-    renewal_probability: float = 0.65
+    renewal_probability: float = 0.65  # share of awards renewed before they expire
+    # selection into certification the HR data does not record (0 = none):
+    # the start hazard is multiplied by frailty ** -proneness_selection, so with a positive
+    # value the engineers with fewer incidents anyway are the ones who certify
+    proneness_selection: float = 0.0
+    # bad spells: per engineer-month probability that one starts (uncertified engineers only);
+    # for shock_months the incident rate is multiplied by shock_incident_multiplier and the
+    # start hazard by shock_certify_multiplier (people certify after a bad spell)
+    shock_probability: float = 0.0
+    shock_months: int = 3
+    shock_incident_multiplier: float = 2.0
+    shock_certify_multiplier: float = 6.0
     # fleet growth: monthly GPU growth of a cluster ~ Uniform(low, high)
     fleet_growth_low: float = 0.02
     fleet_growth_high: float = 0.045

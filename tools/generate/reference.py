@@ -1,26 +1,22 @@
 """Reference data the synthetic company is built from.
 
-The figures restate `seed-facts.md` (skill levels, salary bands, team templates, learning path,
-exam fees, programme prices). They are defaults for a *synthetic* company only; the warehouse
-reads its own copies from the dbt seeds, so a change here never changes how data is analysed.
+Skill levels and salary bands, team templates with their required certifications, fleet size
+classes and the certification catalogue (validity, exam fee) are read from the dbt seeds
+(`dbt_project/seeds/*.csv`), the same files the warehouse reads, so a company that overrides a
+seed gets a synthetic company built from its own reference data (`use_seeds`). The rest
+(names, sites, courses, incident titles) exists only for synthetic data.
 """
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
+from pathlib import Path
+
+SEEDS_DIR = Path(__file__).resolve().parents[2] / "dbt_project" / "seeds"
 
 COMPANY_DOMAIN = "northwind-compute.example"
 VENDOR_DOMAINS = ("gpu-field-services.example", "dc-partners.example")
-
-# level -> (low, high) salary band in USD/yr (seed-facts "Skill levels")
-SALARY_BANDS = {
-    1: (75_000, 95_000),
-    2: (95_000, 125_000),
-    3: (125_000, 175_000),
-    4: (175_000, 250_000),
-    5: (250_000, 400_000),
-}
-LEVEL_NAMES = {1: "Foundation", 2: "Operational", 3: "Professional", 4: "Expert", 5: "Architect"}
 
 INFRA_DIVISION = "AI Infrastructure"
 
@@ -35,74 +31,6 @@ ROLE_FAMILIES = (
     "security_specialist",
 )
 
-# fleet size class -> ((role_family, headcount, level_min, level_max), ...) from seed-facts
-TEAM_TEMPLATES: dict[str, tuple[tuple[str, int, int, int], ...]] = {
-    "small": (
-        ("infrastructure_lead", 1, 4, 4),
-        ("operations_engineer", 2, 2, 3),
-        ("network_specialist", 1, 3, 3),
-    ),
-    "medium": (
-        ("infrastructure_architect", 1, 5, 5),
-        ("senior_engineer", 2, 4, 4),
-        ("operations_engineer", 4, 2, 3),
-        ("network_specialist", 2, 3, 4),
-        ("storage_specialist", 1, 3, 3),
-    ),
-    "large": (
-        ("infrastructure_architect", 2, 5, 5),
-        ("senior_engineer", 4, 4, 4),
-        ("operations_engineer", 8, 2, 3),
-        ("network_specialist", 3, 3, 4),
-        ("storage_specialist", 2, 3, 4),
-        ("performance_engineer", 2, 4, 4),
-        ("security_specialist", 1, 4, 4),
-    ),
-}
-
-# role requirements (docs/architecture.md table): class -> role -> codes
-REQUIRED_CERTS: dict[str, dict[str, tuple[str, ...]]] = {
-    "small": {
-        "infrastructure_lead": ("NCP-AII",),
-        "infrastructure_architect": ("NCP-AII",),
-        "senior_engineer": ("NCP-AII",),
-        "operations_engineer": ("NCA-AIIO",),
-        "network_specialist": ("NCP-AIN",),
-        "storage_specialist": ("NCP-AII",),
-        "performance_engineer": ("NCP-AIO",),
-        "security_specialist": ("CISSP",),
-    },
-    "medium": {
-        "infrastructure_lead": ("NCP-AII",),
-        "infrastructure_architect": ("NCP-AII", "VCP-DCV"),
-        "senior_engineer": ("NCP-AII", "CKA"),
-        "operations_engineer": ("NCA-AIIO", "RHCE"),
-        "network_specialist": ("NCP-AIN",),
-        "storage_specialist": ("NCP-AII",),
-        "performance_engineer": ("NCP-AIO",),
-        "security_specialist": ("CISSP",),
-    },
-    "large": {
-        "infrastructure_lead": ("NCP-AII",),
-        "infrastructure_architect": ("NCP-AII", "VCP-DCV", "AWS-SAP"),
-        "senior_engineer": ("NCP-AII", "CKA"),
-        "operations_engineer": ("NCA-AIIO", "RHCE"),
-        "network_specialist": ("NCP-AIN",),
-        "storage_specialist": ("NCP-AII",),
-        "performance_engineer": ("NCP-AIO", "SIX-SIGMA"),
-        "security_specialist": ("CISSP",),
-    },
-}
-
-
-def fleet_size_class(gpus: int) -> str:
-    """small below 100 GPUs, medium below 1,000, large from 1,000 (seed-facts)."""
-    if gpus < 100:
-        return "small"
-    if gpus < 1000:
-        return "medium"
-    return "large"
-
 
 @dataclass(frozen=True)
 class Certification:
@@ -112,23 +40,26 @@ class Certification:
     validity_months: int | None  # None = does not expire
 
 
-CERTIFICATIONS: dict[str, Certification] = {
-    c.code: c
-    for c in (
-        Certification("NCA-AIIO", "NVIDIA", 125, 24),
-        Certification("NCP-AII", "NVIDIA", 400, 24),
-        Certification("NCP-AIO", "NVIDIA", 500, 24),
-        Certification("NCP-AIN", "NVIDIA", 400, 24),
-        Certification("CKA", "Linux Foundation", 445, 24),
-        Certification("RHCE", "Red Hat", 500, 36),
-        Certification("VCP-DCV", "VMware", 250, 24),
-        Certification("AWS-SAP", "AWS", 300, 24),
-        Certification("CISSP", "ISC2", 749, 36),
-        # Six Sigma belts do not expire: exercises the "no expiry" branch downstream.
-        Certification("SIX-SIGMA", "ASQ", 538, None),
-        Certification("LINUX-PLUS", "CompTIA", 369, 24),
-    )
-}
+# read from the dbt seeds by use_seeds() at import (see the end of this module)
+SALARY_BANDS: dict[int, tuple[int, int]] = {}  # level -> (low, high) USD/yr
+LEVEL_NAMES: dict[int, str] = {}
+TEAM_TEMPLATES: dict[str, tuple[tuple[str, int, int, int], ...]] = {}  # (role, n, lo, hi)
+REQUIRED_CERTS: dict[str, dict[str, tuple[str, ...]]] = {}  # class -> role -> codes
+FLEET_SIZE_CLASSES: tuple[tuple[str, int, int | None], ...] = ()  # (class, min, max GPUs)
+CERTIFICATIONS: dict[str, Certification] = {}
+
+
+def fleet_size_class(gpus: int) -> str:
+    """The class of ``fleet_size_classes.csv`` whose [gpu_min, gpu_max] holds ``gpus``."""
+    for name, low, high in FLEET_SIZE_CLASSES:
+        if gpus >= low and (high is None or gpus <= high):
+            return name
+    return FLEET_SIZE_CLASSES[-1][0]
+
+
+# exam fees for codes whose fee the catalogue seed leaves blank (no public list price)
+FALLBACK_EXAM_FEES = {"RHCE": 500, "VCP-DCV": 250, "AWS-SAP": 300, "CISSP": 749, "CCSP": 599}
+FALLBACK_FEE = 300
 
 
 @dataclass(frozen=True)
@@ -430,3 +361,68 @@ LAST_NAMES = (
     "Park",
 )
 VENDORS = ("GPU Field Services GmbH", "DC Partners Europe B.V.", "Rackwise Ops Ltd")
+
+
+# ------------------------------------------------------------------------ from the dbt seeds
+def _rows(seeds_dir: Path, name: str) -> list[dict[str, str]]:
+    path = Path(seeds_dir) / name
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{path}: the generator reads its reference data from the dbt seeds; restore the "
+            "file or point --seeds-dir at a folder that has it"
+        ) from None
+
+
+def _int(value: str) -> int | None:
+    return int(float(value)) if value and value.strip() else None
+
+
+def load_seeds(seeds_dir: Path = SEEDS_DIR) -> dict:
+    """Salary bands, level names, team templates, required certifications, fleet size classes
+    and certifications from the seed CSV files in ``seeds_dir``."""
+    levels = _rows(seeds_dir, "skill_levels.csv")
+    templates: dict[str, list] = {}
+    required: dict[str, dict[str, tuple[str, ...]]] = {}
+    for r in _rows(seeds_dir, "team_template_requirements.csv"):
+        cls, role = r["fleet_size_class"], r["role_family"]
+        codes = tuple(c.strip() for c in r["required_certification_codes"].split(";") if c.strip())
+        required.setdefault(cls, {})[role] = codes
+        if _int(r["headcount"]):
+            templates.setdefault(cls, []).append(
+                (role, _int(r["headcount"]), _int(r["level_min"]), _int(r["level_max"]))
+            )
+    classes = [
+        (r["fleet_size_class"], _int(r["gpu_min"]) or 0, _int(r["gpu_max"]))
+        for r in _rows(seeds_dir, "fleet_size_classes.csv")
+    ]
+    certs = {
+        r["code"]: Certification(
+            r["code"],
+            r["issuer"],
+            float(_int(r["exam_fee_usd"]) or FALLBACK_EXAM_FEES.get(r["code"], FALLBACK_FEE)),
+            _int(r["validity_months"]),
+        )
+        for r in _rows(seeds_dir, "certification_catalogue.csv")
+    }
+    return {
+        "SALARY_BANDS": {
+            int(r["skill_level"]): (int(r["salary_min_usd"]), int(r["salary_max_usd"]))
+            for r in levels
+        },
+        "LEVEL_NAMES": {int(r["skill_level"]): r["name"] for r in levels},
+        "TEAM_TEMPLATES": {k: tuple(v) for k, v in templates.items()},
+        "REQUIRED_CERTS": required,
+        "FLEET_SIZE_CLASSES": tuple(sorted(classes, key=lambda c: c[1])),
+        "CERTIFICATIONS": certs,
+    }
+
+
+def use_seeds(seeds_dir: Path = SEEDS_DIR) -> None:
+    """Build the synthetic company from the seeds in ``seeds_dir`` (a company's override)."""
+    globals().update(load_seeds(seeds_dir))
+
+
+use_seeds()

@@ -28,6 +28,7 @@ INFRA = 0
 EMPLOYEE, CONTRACTOR, INTERN = 0, 1, 2
 ETYPE_NAMES = ("employee", "contractor", "intern")
 NEVER = 10**7  # ordinal far in the future: "does not expire"
+RENEWAL = 0  # attempt number of a renewal exam (first attempts are 1)
 
 
 def add_months(d: date, n: int) -> date:
@@ -149,6 +150,15 @@ class Simulation:
         # tests may set a list here to receive, per engineer and month, (index, month index,
         # level, first day, last day employed, expected incidents without frailty, incidents)
         self.engineer_month_log: list[tuple] | None = None
+        # the validity harness sets these lists to read the planted world without the exports:
+        # panel_log (index, month index, level, first day, last day employed, days in month,
+        # incidents, planted incident rate ratio of the certified days), incident_log (index, day, certified, severity, minutes), exit_log
+        # (index, day, separation type)
+        self.panel_log: list[tuple] | None = None
+        self.incident_log: list[tuple] | None = None
+        self.exit_log: list[tuple] | None = None
+        self.shock_until: dict[int, int] = {}
+        self.t = 0
         self._end_of_data = datetime.combine(end, datetime.max.time())
         cumulative = np.cumsum(list(model.severity_probabilities.values())).tolist()
         self._sev_cdf = list(zip(model.severity_probabilities, cumulative, strict=True))
@@ -518,6 +528,45 @@ class Simulation:
         )
         return passed
 
+    def planted_irr(self, i: int, day: int) -> float:
+        """The incident rate ratio of engineer ``i`` while certified: the planted ratio, or with
+        heterogeneous effects one that changes with level and grows over the first
+        incident_effect_ramp_months after the first certification."""
+        m = self.m
+        log_irr = math.log(m.incident_rate_ratio)
+        if m.incident_effect_ramp_months:
+            first = min(iss for _, iss, _ in self.awards[i])
+            months = max(day - first, 0) / 30.4375 + 1
+            log_irr *= min(1.0, months / m.incident_effect_ramp_months)
+        log_irr += m.incident_effect_level_slope * (int(self.p.level[i]) - 2)
+        return math.exp(log_irr)
+
+    def _selection(self, i: int) -> float:
+        """Multiplier of the start hazard from what the HR data does not record: incident-
+        proneness (frailty) and a current bad spell; 1 in the default world."""
+        m = self.m
+        factor = (
+            float(self.p.frailty[i]) ** -m.proneness_selection if m.proneness_selection else 1.0
+        )
+        if m.shock_probability and self.in_shock(i):
+            factor *= m.shock_certify_multiplier
+        return factor
+
+    def in_shock(self, i: int) -> bool:
+        return self.shock_until.get(i, -1) >= self.t
+
+    def draw_shocks(self, engineers: np.ndarray, ms: int) -> None:
+        """Bad spells start for uncertified engineers (only when the model plants them, so the
+        default world draws no extra random numbers)."""
+        if not self.m.shock_probability:
+            return
+        for i in engineers:
+            i = int(i)
+            if self.in_shock(i) or self.certified_on(i, ms):
+                continue
+            if self.rng.random() < self.m.shock_probability:
+                self.shock_until[i] = self.t + self.m.shock_months - 1
+
     def learning_month(self, idx: np.ndarray, ms: int, me: int) -> None:
         p, m = self.p, self.m
         self.today = ms
@@ -530,7 +579,8 @@ class Simulation:
                 if day <= me:
                     del self.pending_exam[i]
                     if ms <= day <= term and day >= p.hire[i]:
-                        passed = self._exam(i, code, day, attempt)
+                        # renewal_probability is the share renewed: a renewal exam passes
+                        passed = self._exam(i, code, day, attempt, force_pass=attempt == RENEWAL)
                         if not passed and attempt < 3 and self.rng.random() < 0.75:
                             self.pending_exam[i] = (
                                 code,
@@ -540,20 +590,20 @@ class Simulation:
                 continue
             if p.hire[i] >= ms or p.term[i]:
                 continue
-            # renewals: decide in the two months before an award expires
+            # renewals: decided in the month before the one in which the award expires, and the
+            # exam is sat after this month (a pending exam is only looked at from next month on)
             renewing = False
             for code, iss, exp in self.awards[i]:
-                if ms <= exp <= ms + 60 and (i, code, iss) not in self.renewal_decided:
+                if me < exp <= me + 62 and (i, code, iss) not in self.renewal_decided:
                     self.renewal_decided.add((i, code, iss))
                     newer = any(c == code and s > iss for c, s, _ in self.awards[i])
                     # an award expiring on the first of the month leaves no day to sit the
                     # renewal exam before it expires (nor a range to draw one from): it lapses
-                    if not newer and self.rng.random() < m.renewal_probability and exp > ms:
-                        day = int(self.rng.integers(max(ms, exp - 45), exp))
-                        if day > ms:
-                            self.pending_exam[i] = (code, day, 1)
-                            renewing = True
-                            break
+                    if not newer and exp > me + 1 and self.rng.random() < m.renewal_probability:
+                        day = int(self.rng.integers(max(me + 1, exp - 45), exp))
+                        self.pending_exam[i] = (code, day, RENEWAL)
+                        renewing = True
+                        break
             if renewing:
                 continue
             level = int(p.level[i])
@@ -565,6 +615,7 @@ class Simulation:
                     m.cert_start_base
                     * np.exp(m.cert_start_level_slope * (level - 2))
                     * min(1 + m.cert_start_tenure_slope * tenure_years, m.cert_start_tenure_cap)
+                    * self._selection(i)
                 )
             if self.rng.random() < hazard:
                 code = self._target_cert(i)
@@ -613,10 +664,15 @@ class Simulation:
                 * p.frailty[i]
                 / dim
             )
-            n_c = int(self.rng.poisson(rate * m.incident_rate_ratio * c_days)) if c_days else 0
+            if self.m.shock_probability and self.in_shock(i):
+                rate *= self.m.shock_incident_multiplier
+            irr = self.planted_irr(i, ms) if c_days else m.incident_rate_ratio
+            n_c = int(self.rng.poisson(rate * irr * c_days)) if c_days else 0
             n_u = int(self.rng.poisson(rate * u_days)) if u_days else 0
+            if self.panel_log is not None:
+                self.panel_log.append((i, t, int(p.level[i]), a, b, dim, n_c + n_u, irr))
             if self.engineer_month_log is not None:
-                expected = rate / p.frailty[i] * (m.incident_rate_ratio * c_days + u_days)
+                expected = rate / p.frailty[i] * (irr * c_days + u_days)
                 self.engineer_month_log.append(
                     (i, t, int(p.level[i]), a, b, float(expected), n_c + n_u)
                 )
@@ -658,6 +714,8 @@ class Simulation:
             + math.log(m.mttr_ratio) * certified
         )
         minutes = math.exp(mu + m.mttr_sigma * z)
+        if i is not None and self.incident_log is not None:
+            self.incident_log.append((i, day, certified, sev, minutes))
         if i is None:
             # vendor-led work is hardware replacement (RMA): days, not minutes; outside the
             # engineer model, and the reason some incidents are still open at the end
@@ -840,6 +898,8 @@ class Simulation:
                 reason, ttype, regrettable = "end_of_contract", "other", False
             p.active[i] = False
             p.term[i] = day
+            if self.exit_log is not None:
+                self.exit_log.append((i, day, ttype))
             if i in self.pending_exam and self.pending_exam[i][1] > day:
                 del self.pending_exam[i]
             self.stats["separations"] += 1
@@ -946,6 +1006,8 @@ class Simulation:
         n = p.n
         ever = np.flatnonzero((p.active[:n] | (p.term[:n] > 0)) & (p.division[:n] == INFRA))
         engineers = ever[p.etype[ever] == EMPLOYEE]
+        self.t = t
+        self.draw_shocks(engineers, ms)
         self.learning_month(engineers, ms, me)
         teams: dict[int, list[int]] = {}
         for i in ever:

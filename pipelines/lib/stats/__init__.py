@@ -1,0 +1,109 @@
+"""Certification-effect statistics: what holding a certification does to incidents, MTTR and
+voluntary exits, with intervals that keep their promise and a plain "not estimable" when the
+data cannot answer.
+
+* Incidents (``incidents.py``) and MTTR (``mttr.py``) compare each engineer with themselves:
+  engineer and calendar-month fixed effects (absorbed by demeaning, ``fit.py``), so stable
+  differences between engineers who certify and those who do not (incident-proneness the HRIS
+  does not record) cannot pose as an effect. Lapsed certifications are their own group.
+  Standard errors are clustered by engineer with few-cluster corrections (CR1 factor,
+  Student-t / F with G-1 degrees of freedom).
+* A pre-trend test (incident rates in months -12..-7 and -6..-2 vs month -1) guards against
+  people certifying after a bad spell; when it rejects, the effect is not a finding.
+* Voluntary exit (``attrition.py``) is a Cox model with certification as a time-varying
+  covariate on the tenure scale.
+* Below a minimum of engineers, events or certification cohorts a metric is published as not
+  estimable, with the reason and the data that would be needed (``result.py``).
+
+Everything here is a pure function of two pandas (or Polars) frames shaped like
+``intermediate.int_engineer_months`` and ``intermediate.int_incident_responses``; the Dagster
+wiring lives in ``pipelines/defs/stats.py``. ``docs/statistics.md`` describes the method and
+its measured coverage.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipelines.lib.stats.attrition import attrition_hazard_ratio, counting_process
+from pipelines.lib.stats.fit import (
+    CONFIDENCE,
+    Fit,
+    FitError,
+    demean,
+    fe_ols,
+    fe_poisson,
+    single_threaded_blas,
+)
+from pipelines.lib.stats.incidents import (
+    EVENT_STUDY_COLUMNS,
+    EVENT_WINDOW,
+    REFERENCE_MONTH,
+    incident_rate_ratio,
+    pretrend_test,
+)
+from pipelines.lib.stats.incidents import event_study as _event_study
+from pipelines.lib.stats.mttr import mttr_ratio
+from pipelines.lib.stats.prepare import (
+    ENGINEER_MONTHS,
+    INCIDENT_RESPONSES,
+    StatsInputError,
+    prepare_engineer_months,
+    prepare_incidents,
+)
+from pipelines.lib.stats.result import EFFECT_COLUMNS, METRICS, effects_frame
+
+__all__ = [
+    "CONFIDENCE",
+    "EFFECT_COLUMNS",
+    "ENGINEER_MONTHS",
+    "EVENT_STUDY_COLUMNS",
+    "EVENT_WINDOW",
+    "INCIDENT_RESPONSES",
+    "METRICS",
+    "REFERENCE_MONTH",
+    "Fit",
+    "FitError",
+    "StatsInputError",
+    "analyse",
+    "counting_process",
+    "demean",
+    "estimate_effects",
+    "event_study",
+    "fe_ols",
+    "fe_poisson",
+    "prepare_engineer_months",
+    "prepare_incidents",
+]
+
+
+def analyse(
+    engineer_months, incident_responses, min_group_size: int = 5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both marts at once: (``certification_effect``, ``certification_event_study``)."""
+    m = prepare_engineer_months(engineer_months)
+    inc, left_out = prepare_incidents(incident_responses, m)
+    with single_threaded_blas():
+        study = _event_study(m, min_group_size)
+        pretrend = pretrend_test(m, min_group_size)
+        effects = [
+            incident_rate_ratio(m, pretrend, min_group_size),
+            mttr_ratio(inc, left_out, min_group_size),
+            attrition_hazard_ratio(m, min_group_size),
+        ]
+    return effects_frame(effects), study
+
+
+def estimate_effects(engineer_months, incident_responses, min_group_size: int = 5) -> pd.DataFrame:
+    """The ``certification_effect`` mart: one row per metric in ``METRICS``."""
+    return analyse(engineer_months, incident_responses, min_group_size)[0]
+
+
+def event_study(engineer_months, incident_responses=None, min_group_size: int = 5) -> pd.DataFrame:
+    """The ``certification_event_study`` mart: incident rate ratio by month relative to the
+    first certification (-12..+12, ends binned, month -1 = 1); months with fewer than
+    ``min_group_size`` engineers keep their counts but no estimate. ``incident_responses`` is
+    accepted for a uniform signature and not used."""
+    m = prepare_engineer_months(engineer_months)
+    with single_threaded_blas():
+        return _event_study(m, min_group_size)

@@ -1,0 +1,170 @@
+"""Input checks and normalisation of the two dbt models the estimators read.
+
+``intermediate.int_engineer_months`` (one row per engineer and month) and
+``intermediate.int_incident_responses`` (one row per incident, with its primary responder).
+Pandas or Polars frames are accepted; every rejection names the table, row and column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+ENGINEER_MONTHS = "intermediate.int_engineer_months"
+INCIDENT_RESPONSES = "intermediate.int_incident_responses"
+ENGINEER_MONTH_COLUMNS = (
+    "person_key",
+    "month",
+    "skill_level",
+    "tenure_months",
+    "is_certified",
+    "first_certified_month",
+    "incidents",
+    "exposure_months",
+    "separated",
+    "separation_type",
+)
+INCIDENT_COLUMNS = ("person_key", "is_certified", "severity", "resolve_minutes", "month")
+
+
+class StatsInputError(ValueError):
+    """The input tables cannot be analysed as delivered; the message says where and why."""
+
+
+# --------------------------------------------------------------------------------------------
+# input preparation
+# --------------------------------------------------------------------------------------------
+
+
+def _to_pandas(frame, table: str) -> pd.DataFrame:
+    """Accept pandas or Polars (the warehouse readers use either); never mutate the caller's."""
+    if isinstance(frame, pd.DataFrame):
+        return frame.copy()
+    to_pandas = getattr(frame, "to_pandas", None)
+    if to_pandas is None:
+        raise StatsInputError(
+            f"{table}: expected a pandas or Polars data frame, got {type(frame).__name__}."
+        )
+    return to_pandas()
+
+
+def _require_columns(df: pd.DataFrame, required: tuple[str, ...], table: str) -> None:
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise StatsInputError(
+            f"{table}: missing column(s) {', '.join(missing)}. Rebuild the dbt model so it has "
+            f"the columns listed in docs/architecture.md (found: {', '.join(map(str, df.columns))})."
+        )
+
+
+def _first_bad_row(mask: pd.Series) -> int:
+    return int(np.flatnonzero(mask.to_numpy())[0]) + 1
+
+
+def _check_values(df: pd.DataFrame, table: str) -> None:
+    """Reject values no analysis can use, naming the first offending row (1-based)."""
+    checks = [
+        ("person_key", df["person_key"].isna(), "has no person_key; every row needs one"),
+        ("month", df["month"].isna(), "has no month"),
+    ]
+    if "exposure_months" in df:
+        exp = pd.to_numeric(df["exposure_months"], errors="coerce")
+        checks.append(("exposure_months", exp < 0, "has a negative exposure"))
+    if "incidents" in df:
+        inc = pd.to_numeric(df["incidents"], errors="coerce")
+        checks.append(("incidents", inc < 0, "has a negative incident count"))
+    for column, mask, problem in checks:
+        mask = mask.fillna(False).astype(bool)
+        if mask.any():
+            raise StatsInputError(
+                f"{table}: row {_first_bad_row(mask)} (of {len(df)}, {int(mask.sum())} such rows) "
+                f"{problem} (column {column}). Fix the upstream model before estimating effects."
+            )
+
+
+def _month_index(values: pd.Series) -> pd.Series:
+    """Months as integers (year*12 + month-1), so differences are month counts."""
+    ts = pd.to_datetime(values)
+    return (ts.dt.year * 12 + ts.dt.month - 1).astype("Int64")
+
+
+def _as_bool(values: pd.Series) -> np.ndarray:
+    if values.dtype == object:
+        values = values.map(
+            lambda v: (
+                str(v).strip().lower() in ("true", "1", "t", "yes") if v is not None else False
+            )
+        )
+    return values.fillna(False).astype(bool).to_numpy()
+
+
+def prepare_engineer_months(engineer_months) -> pd.DataFrame:
+    """Validate and normalise ``int_engineer_months`` into the columns the estimators use."""
+    df = _to_pandas(engineer_months, ENGINEER_MONTHS)
+    _require_columns(df, ENGINEER_MONTH_COLUMNS, ENGINEER_MONTHS)
+    _check_values(df, ENGINEER_MONTHS)
+    dup = df.duplicated(["person_key", "month"])
+    if dup.any():
+        raise StatsInputError(
+            f"{ENGINEER_MONTHS}: row {_first_bad_row(dup)} repeats a (person_key, month) pair "
+            f"({int(dup.sum())} duplicates); the grain is one row per engineer and month."
+        )
+    out = pd.DataFrame(
+        {
+            "person_key": df["person_key"].astype(str).to_numpy(),
+            "t": _month_index(df["month"]).to_numpy(dtype="float64"),
+            "skill_level": pd.to_numeric(df["skill_level"], errors="coerce").to_numpy("float64"),
+            "tenure_months": pd.to_numeric(df["tenure_months"], errors="coerce").to_numpy(
+                "float64"
+            ),
+            "is_certified": _as_bool(df["is_certified"]),
+            "first_t": _month_index(df["first_certified_month"]).to_numpy(
+                dtype="float64", na_value=np.nan
+            ),
+            "incidents": pd.to_numeric(df["incidents"], errors="coerce")
+            .fillna(0)
+            .to_numpy("float64"),
+            "exposure": pd.to_numeric(df["exposure_months"], errors="coerce").to_numpy("float64"),
+            "separated": _as_bool(df["separated"]),
+            "separation_type": df["separation_type"].astype("string").str.strip().str.lower(),
+        }
+    )
+    out["month_start"] = pd.to_datetime(df["month"]).dt.to_period("M").dt.start_time.to_numpy()
+    fleet = df["fleet_gpus"] if "fleet_gpus" in df else pd.Series(np.nan, index=df.index)
+    out["fleet_gpus"] = pd.to_numeric(fleet, errors="coerce").to_numpy("float64")
+    out["voluntary_exit"] = out["separated"] & out["separation_type"].eq("voluntary").fillna(False)
+    out["ever_certified"] = ~np.isnan(out["first_t"].to_numpy())
+    out["rel"] = out["t"] - out["first_t"]  # NaN for never-certified
+    # certified before and not any more: its own group, never a silent control
+    out["lapsed"] = (out["rel"] > 0).to_numpy() & ~out["is_certified"].to_numpy()
+    return out.sort_values(["person_key", "t"], kind="stable").reset_index(drop=True)
+
+
+def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Resolved incidents with a known primary responder, joined to the responder's month
+    (level, tenure, first certification). Returns the frame and how many rows were left out."""
+    df = _to_pandas(incident_responses, INCIDENT_RESPONSES)
+    _require_columns(df, INCIDENT_COLUMNS, INCIDENT_RESPONSES)
+    minutes = pd.to_numeric(df["resolve_minutes"], errors="coerce")
+    inc = pd.DataFrame(
+        {
+            "person_key": df["person_key"].astype("string"),
+            "t": _month_index(df["month"]).to_numpy(dtype="float64", na_value=np.nan),
+            "is_certified": _as_bool(df["is_certified"]),
+            "severity": df["severity"].astype("string").str.strip().str.lower(),
+            "minutes": minutes.to_numpy("float64"),
+        }
+    )
+    total = len(inc)
+    usable = inc["person_key"].notna() & inc["t"].notna() & (inc["minutes"] > 0)
+    inc = inc[usable.to_numpy()].copy()
+    inc["person_key"] = inc["person_key"].astype(str)
+    joined = inc.merge(
+        months[["person_key", "t", "skill_level", "tenure_months", "first_t", "month_start"]],
+        on=["person_key", "t"],
+        how="inner",
+    )
+    joined = joined.dropna(subset=["skill_level", "tenure_months"])
+    joined["rel"] = joined["t"] - joined["first_t"]
+    joined["lapsed"] = (joined["rel"] > 0).to_numpy() & ~joined["is_certified"].to_numpy()
+    return joined.reset_index(drop=True), total - len(joined)

@@ -1,0 +1,157 @@
+"""The rows of ``marts.certification_effect``: one per metric, estimable or not, with the
+reason, what more data would be needed, and whether the figure is a finding."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+EFFECT_COLUMNS = (
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "estimable",
+    "finding",
+    "pretrend_p",
+    "pretrend_rejected",
+    "not_estimable_reason",
+    "data_needed",
+    "naive_estimate",
+    "naive_ci_low",
+    "naive_ci_high",
+    "naive_method",
+    "n_engineers",
+    "n_events",
+    "n_cohorts",
+    "method",
+    "comparison",
+    "caveats",
+    "window_start",
+    "window_end",
+)
+METRICS = ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
+PRETREND_ALPHA = 0.05
+
+THREATS = (
+    "Comparing each engineer with themselves removes stable differences between engineers "
+    "(skill, care, incident-proneness) but not changes that coincide with certifying (a new "
+    "team, a bad spell that made them certify); incidents are attributed to the primary "
+    "responder only."
+)
+
+
+@dataclass
+class Effect:
+    """One metric's result; ``row()`` gives the mart row."""
+
+    metric: str
+    method: str
+    comparison: str
+    naive_method: str
+    estimate: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    not_estimable_reason: str | None = None
+    data_needed: str | None = None
+    naive: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    pretrend_p: float = math.nan
+    n_engineers: int = 0
+    n_events: int = 0
+    n_cohorts: int = 0
+    window: tuple = (None, None)
+    caveats: list[str] = field(default_factory=list)
+    threats: str = THREATS
+
+    @property
+    def estimable(self) -> bool:
+        return self.not_estimable_reason is None and np.isfinite(self.estimate)
+
+    @property
+    def pretrend_rejected(self) -> bool:
+        return bool(np.isfinite(self.pretrend_p) and self.pretrend_p < PRETREND_ALPHA)
+
+    @property
+    def finding(self) -> bool:
+        excludes_one = self.ci_high < 1.0 or self.ci_low > 1.0
+        return bool(self.estimable and not self.pretrend_rejected and excludes_one)
+
+    def not_estimable(self, reason: str, needed: str | None = None) -> Effect:
+        self.not_estimable_reason = reason
+        self.data_needed = needed
+        self.estimate = self.ci_low = self.ci_high = math.nan
+        return self
+
+    def row(self) -> dict:
+        est = self.estimable
+        return {
+            "metric": self.metric,
+            "estimate": self.estimate if est else math.nan,
+            "ci_low": self.ci_low if est else math.nan,
+            "ci_high": self.ci_high if est else math.nan,
+            "estimable": est,
+            "finding": self.finding,
+            "pretrend_p": self.pretrend_p,
+            "pretrend_rejected": self.pretrend_rejected,
+            "not_estimable_reason": None if est else (self.not_estimable_reason or "no estimate"),
+            "data_needed": None if est else self.data_needed,
+            "naive_estimate": self.naive[0],
+            "naive_ci_low": self.naive[1],
+            "naive_ci_high": self.naive[2],
+            "naive_method": self.naive_method,
+            "n_engineers": int(self.n_engineers),
+            "n_events": int(self.n_events),
+            "n_cohorts": int(self.n_cohorts),
+            "method": self.method,
+            "comparison": self.comparison,
+            "caveats": " ".join(c.strip() for c in [*self.caveats, self.threats] if c),
+            "window_start": self.window[0],
+            "window_end": self.window[1],
+        }
+
+
+def effects_frame(effects: list[Effect]) -> pd.DataFrame:
+    df = pd.DataFrame([e.row() for e in effects], columns=list(EFFECT_COLUMNS))
+    for c in ("estimate", "ci_low", "ci_high", "pretrend_p", "naive_estimate"):
+        df[c] = df[c].astype("float64")
+    for c in ("naive_ci_low", "naive_ci_high"):
+        df[c] = df[c].astype("float64")
+    for c in ("estimable", "finding", "pretrend_rejected"):
+        df[c] = df[c].astype(bool)
+    for c in ("n_engineers", "n_events", "n_cohorts"):
+        df[c] = df[c].astype("int64")
+    for c in ("metric", "not_estimable_reason", "data_needed", "naive_method", "method"):
+        df[c] = df[c].astype("string")  # typed VARCHAR even when every value is NULL
+    for c in ("comparison", "caveats"):
+        df[c] = df[c].astype("string")
+    for c in ("window_start", "window_end"):
+        df[c] = pd.to_datetime(df[c]).dt.date
+    return df
+
+
+def window_of(months: pd.Series) -> tuple:
+    """First and last month (as dates) of an estimation sample."""
+    if months.empty:
+        return (None, None)
+    ts = pd.to_datetime(months)
+    return (ts.min().date(), ts.max().date())
+
+
+def shortfall(have: int, need: int, unit: str) -> str | None:
+    """ "about N more <unit>" when ``have`` is short of ``need``."""
+    return f"about {need - have} more {unit}" if have < need else None
+
+
+def fmt(x: float) -> str:
+    return f"{x:.2f}" if np.isfinite(x) else "n/a"
+
+
+def interval_words(e: Effect, what: str) -> str:
+    """One sentence with the estimate, its interval and how to read it."""
+    return (
+        f"{what} {fmt(e.estimate)} times (95 % CI {fmt(e.ci_low)}-{fmt(e.ci_high)}); the naive "
+        f"figure would say {fmt(e.naive[0])} (95 % CI {fmt(e.naive[1])}-{fmt(e.naive[2])})."
+    )
