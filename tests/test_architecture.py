@@ -83,6 +83,17 @@ def test_definitions_module_is_small():
     assert len(lines) < 20
 
 
+def test_no_function_over_100_lines():
+    long = []
+    for path in _modules(PIPELINES) + _modules(ROOT / "tools"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > 100:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length})")
+    assert not long, long
+
+
 def test_the_dbt_plugin_loads_without_dagster():
     """dbt's subprocess imports the pseudonym plugin: it must not pull Dagster in."""
     code = (

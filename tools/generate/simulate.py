@@ -768,7 +768,20 @@ class Simulation:
                 self.stats["incidents_open_at_end"] += 1
         self.w.emit("incidents", resolved.date(), row)
         self.stats["incidents_engineer" if i is not None else "incidents_vendor"] += 1
-        # responders: the engineer of the model is always the primary
+        self._responders(i, team, number, sev, opened, u, teams)
+
+    def _responders(
+        self,
+        i: int | None,
+        team: int,
+        number: str,
+        sev: str,
+        opened: datetime,
+        u: list[float],
+        teams: dict[int, list[int]],
+    ) -> None:
+        """Who responded: the engineer of the model is always the primary."""
+        p = self.p
         seen: set[str] = set()
 
         def respond(email: str, role: str, delay_min: float) -> None:
@@ -860,13 +873,20 @@ class Simulation:
         return total / self.fleet0
 
     def month(self, t: int, ms: int, me: int, fleet_index: float) -> None:
+        """One simulated month: exits, moves, hires, then learning, incidents and contractors."""
+        active, kind = self._exits(t, ms, me)
+        self._moves(t, ms, active, kind)
+        self._hires(t, ms, me, active, kind)
+        self._activity(t, ms, me, fleet_index)
+
+    def _exits(self, t: int, ms: int, me: int) -> tuple[np.ndarray, np.ndarray]:
+        """Voluntary, involuntary, other and end-of-contract exits; returns (active, kind)."""
         p, m, rng = self.p, self.m, self.rng
         n = p.n
         p.term[:n] = 0
         active = np.flatnonzero(p.active[:n])
         infra_emp = active[(p.division[active] == INFRA) & (p.etype[active] == EMPLOYEE)]
         certified = np.array([self.certified_on(int(i), ms) for i in infra_emp], dtype=bool)
-        # ---- exits
         vol = np.full(active.size, 0.010)
         inv = np.full(active.size, m.involuntary_hazard)
         oth = np.full(active.size, m.other_hazard)
@@ -906,7 +926,11 @@ class Simulation:
             self.emit_spell(i, day, ttype, reason, regrettable)
             if k == 1 and rng.random() < 0.08:
                 self.rehires.setdefault(t + int(rng.integers(6, 25)), []).append(i)
-        # ---- promotions, transfers, pay changes (effective on the first of the month)
+        return active, kind
+
+    def _moves(self, t: int, ms: int, active: np.ndarray, kind: np.ndarray) -> None:
+        """Promotions, transfers, pay changes (effective on the first of the month)."""
+        p, rng = self.p, self.rng
         stay = active[(kind == 0) & (p.hire[active] < ms) & (p.etype[active] == EMPLOYEE)]
         months_in_level = (ms - p.level_since[stay]) / 30.4
         promo_p = np.where(p.level[stay] >= 5, 0.0, np.where(p.level[stay] == 4, 0.006, 0.016))
@@ -947,7 +971,10 @@ class Simulation:
                 p.salary[i] = min(top, round(p.salary[i] * rng.uniform(1.02, 1.06) / 100) * 100)
                 reason = "pay_change"
             self.emit_job(i, ms, reason)
-        # ---- hires: other divisions replace leavers and grow ~3 %/yr
+
+    def _hires(self, t: int, ms: int, me: int, active: np.ndarray, kind: np.ndarray) -> None:
+        """Other divisions replace leavers and grow ~3 %/yr; rehires; infra vacancies."""
+        p, rng = self.p, self.rng
         leavers_other = int(((kind > 0) & (p.division[active] != INFRA)).sum())
         growth = rng.poisson(self.n_target * 0.9 * 0.03 / 12)
         self._fill_other(leavers_other + int(growth), ms)
@@ -1002,7 +1029,10 @@ class Simulation:
                     ms + int(rng.integers(0, 28)),
                     etype=etype,
                 )
-        # ---- learning and incidents for engineers employed at any time this month
+
+    def _activity(self, t: int, ms: int, me: int, fleet_index: float) -> None:
+        """Learning and incidents for engineers employed at any time this month."""
+        p = self.p
         n = p.n
         ever = np.flatnonzero((p.active[:n] | (p.term[:n] > 0)) & (p.division[:n] == INFRA))
         engineers = ever[p.etype[ever] == EMPLOYEE]
