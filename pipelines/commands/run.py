@@ -26,13 +26,12 @@ def command(
     settings = options.settings_from_cli(
         "run", sources_dir=sources, warehouse_dir=warehouse_dir, reports_dir_override=reports_dir
     )
-    if not settings.sources_dir.is_dir():
-        typer.echo(
-            f"error: sources folder {settings.sources_dir} does not exist. Point --sources at a "
-            "folder with hris/, lms/, incidents/ and fleet/ (see sources/README.md), or write "
-            "a synthetic company with `python -m tools generate --out DIR` in a checkout.",
-            err=True,
-        )
+    from pipelines.lib.preflight import preflight
+
+    problems = preflight(settings)
+    if problems:
+        for problem in problems:
+            typer.echo(f"talent run: {problem}", err=True)
         raise typer.Exit(2)
     options.warn_demo_key(settings)
     settings.ensure_dirs()
