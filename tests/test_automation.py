@@ -200,3 +200,27 @@ def test_quarterly_schedule_renders_the_quarter_just_closed(tick, quarter):
     request = quarterly_report_schedule(ctx)
     assert request.partition_key == quarter
     assert quarterly_report_schedule.job_name == "quarterly_report"
+
+
+def test_a_new_instance_does_not_rerun_files_the_warehouse_already_loaded(tmp_path):
+    """`make dev` after `make run`: the sensor has no cursor yet, the manifest knows the files."""
+    import duckdb
+
+    sources, warehouse = tmp_path / "src", tmp_path / "wh"
+    loaded = _export(sources / "fleet", "gpu_fleet_2026-01.csv")
+    warehouse.mkdir()
+    with duckdb.connect(str(warehouse / "raw.duckdb")) as con:
+        con.execute("create table manifest (source_path varchar, size_bytes bigint)")
+        con.execute("insert into manifest values (?, ?)", [str(loaded), loaded.stat().st_size])
+
+    def tick(cursor):
+        resources = talent_resources(sources_dir=sources, warehouse_dir=warehouse, settle_seconds=0)
+        with dg.build_sensor_context(cursor=cursor, resources=resources) as ctx:
+            return new_exports_sensor(ctx), ctx.cursor
+
+    first, cursor = tick(None)
+    assert isinstance(first, dg.SkipReason), "a file the warehouse holds started a run"
+    _export(sources / "fleet", "gpu_fleet_2026-02.csv")
+    second, _ = tick(cursor)
+    assert isinstance(second, dg.RunRequest)
+    assert second.tags["talent/new_files"] == "1"

@@ -80,6 +80,30 @@ def contract_files(sources_dir: Path) -> list[Path]:
     return sorted({d.path for export in EXPORTS for d in discover(sources_dir, export)[0]})
 
 
+def loaded_files(settings) -> set[tuple[str, int]]:
+    """(path in the sources folder, size) of every file the raw layer already holds.
+
+    A new Dagster instance (`make dev` after `make run`, a new DAGSTER_HOME) starts its sensor
+    with no cursor: files `talent run` loaded before are not new, so they start no run.
+    """
+    from pipelines.lib import db
+
+    if not settings.raw_db.exists():
+        return set()
+    try:
+        with db.connect(settings.raw_db, read_only=True) as con:
+            rows = con.execute("select source_path, size_bytes from manifest").fetchall()
+    except Exception:  # a run is writing the raw layer: treat nothing as loaded, as before
+        return set()
+    root = settings.sources_dir
+    out = set()
+    for source_path, size in rows:
+        path = Path(source_path or "")
+        if path.is_relative_to(root):
+            out.add((str(path.relative_to(root)), int(size or 0)))
+    return out
+
+
 def sources_fingerprint(sources_dir: Path, settle_seconds: float, now: float | None = None):
     """(fingerprint, settled files, files still being written) of a sources folder.
 
@@ -119,7 +143,8 @@ def new_exports_sensor(context: dg.SensorEvaluationContext, talent: TalentResour
     if fingerprint == previous["fingerprint"]:
         return dg.SkipReason(f"no new export files in {s.sources_dir}{waiting}")
     known = {tuple(f) for f in previous["files"]}
-    new = [f[0] for f in settled if tuple(f) not in known]
+    loaded = loaded_files(s) if context.cursor is None else set()
+    new = [f[0] for f in settled if tuple(f) not in known and (f[0], f[1]) not in loaded]
     context.update_cursor(json.dumps({"fingerprint": fingerprint, "files": settled}))
     if not new:
         return dg.SkipReason(f"no new settled export files in {s.sources_dir}{waiting}")
