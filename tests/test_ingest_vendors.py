@@ -493,6 +493,25 @@ PROFILE_FIXTURES = [
         ),
     ),
     (
+        "Jira Service Management.csv",
+        "incidents",
+        "jira-service-management",
+        {"incidents": 2, "responders": 2},
+        (
+            "SELECT i.severity, i.opened_at, i.resolved_at, i.cluster, r.responder_name, r.role "
+            "FROM incidents i JOIN responders r USING (incident_number) "
+            "WHERE incident_number = 'ITSM-1042'",
+            (
+                "sev1",
+                datetime(2024, 3, 5, 8, 0),
+                datetime(2024, 3, 5, 10, 15),
+                "dgx-muc-1",
+                "Mei Chen",
+                "primary",
+            ),
+        ),
+    ),
+    (
         "incident.csv",
         "incidents",
         "servicenow",
