@@ -119,11 +119,23 @@ def _outcome(result) -> RunOutcome:
                 out.checks_passed += 1
                 continue
             meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
-            detail = str(meta.get("first_failure") or ev.description or "")
+            detail = _check_detail(meta) or ev.description or ""
             name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
             bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
             bucket.append(Failure("check", name, detail or "did not pass"))
     return out
+
+
+def _check_detail(meta: dict) -> str:
+    """Each failing expectation with its severity, observed value and first place, then the
+    advice of the worst one: what the operator needs to find and fix the rows."""
+    parts = []
+    for f in meta.get("failing_expectations") or []:
+        where = f", e.g. {f['where'][0]}" if f.get("where") else ""
+        observed = str(f.get("observed_value"))[:80]
+        parts.append(f"{f['expectation']} ({f['severity']}, observed {observed}{where})")
+    advice = meta.get("first_failure")
+    return "; ".join(parts) + (f". {advice}" if advice else "")
 
 
 def _error_text(err) -> str:
