@@ -52,13 +52,13 @@ dev: setup
 	$(UV) run dagster dev -m pipelines.definitions --host 127.0.0.1 --port 3000
 
 lint: setup
-	$(UV) run ruff check pipelines tests
-	$(UV) run ruff format --check pipelines tests
+	$(UV) run ruff check pipelines tests tools
+	$(UV) run ruff format --check pipelines tests tools
 	$(UV) run sqlfluff lint dbt_project/models
 
 format: setup
-	$(UV) run ruff format pipelines tests
-	$(UV) run ruff check --fix pipelines tests
+	$(UV) run ruff format pipelines tests tools
+	$(UV) run ruff check --fix pipelines tests tools
 
 bench: setup
 	$(UV) run python -m tools.bench
