@@ -64,6 +64,14 @@ def talent_resources(
     return {"talent": TalentResource.from_settings(settings)}
 
 
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings over an empty sources folder (hris/ lms/ incidents/ fleet/) and a new warehouse."""
+    for folder in ("hris", "lms", "incidents", "fleet"):
+        (tmp_path / "sources" / folder).mkdir(parents=True)
+    return Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "warehouse")
+
+
 def raw_table_ddl(export: str) -> str:
     """CREATE TABLE for raw.<export> as docs/architecture.md describes it (contract + lineage)."""
     cols = [f'"{c.name}" {SQL_TYPES[c.type]}' for c in EXPORTS[export].columns]

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from pipelines.lib.ingest import ingest_all, ingest_export
 from pipelines.lib.ingest.check import files_not_fully_loaded
@@ -17,16 +16,6 @@ from pipelines.lib.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 FLEET_HEADER = "cluster,as_of_date,site,gpu_model,gpu_count\n"
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    for folder in ("hris", "lms", "incidents", "fleet"):
-        (tmp_path / "sources" / folder).mkdir(parents=True)
-    return Settings(
-        sources_dir=tmp_path / "sources",
-        warehouse_dir=tmp_path / "warehouse",
-    )
 
 
 def query(settings: Settings, sql: str) -> list[tuple]:

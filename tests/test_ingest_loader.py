@@ -27,16 +27,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 TABLES = [*EXPORTS, "manifest", "quarantine"]
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    for folder in ("hris", "lms", "incidents", "fleet"):
-        (tmp_path / "sources" / folder).mkdir(parents=True)
-    return Settings(
-        sources_dir=tmp_path / "sources",
-        warehouse_dir=tmp_path / "warehouse",
-    )
-
-
 def deliver(settings: Settings, fixture: str, folder: str, name: str) -> str:
     """Copy a fixture into the sources folder under a contract name; return its sha256."""
     target = settings.sources_dir / folder / name

@@ -35,16 +35,6 @@ PLACEMENT = {
 }
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    for folder in ("hris", "lms", "incidents", "fleet"):
-        (tmp_path / "sources" / folder).mkdir(parents=True)
-    return Settings(
-        sources_dir=tmp_path / "sources",
-        warehouse_dir=tmp_path / "warehouse",
-    )
-
-
 def drop_company(settings: Settings) -> None:
     for name, folder in PLACEMENT.items():
         shutil.copyfile(VENDORS / name, settings.sources_dir / folder / name)
