@@ -55,7 +55,7 @@ def test_sources_declare_every_export_and_contract_column():
 def test_sources_yml_is_generated_from_the_contracts():
     from tools import dbt_sources
 
-    assert dbt_sources.main(["--check"]) == 0, "run `uv run python -m tools.dbt_sources`"
+    assert dbt_sources.main(["--check"]) == 0, "run `.venv/bin/python -m tools.dbt_sources`"
 
 
 # link tables that read a personal column only to pseudonymise it (checked below)

@@ -1,7 +1,7 @@
 """The graph is the documentation: it validates, and every change to it is a visible diff.
 
 Regenerate the snapshot after an intended change with
-`UPDATE_SNAPSHOTS=1 uv run pytest tests/test_graph.py`.
+`UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_graph.py`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_graph_matches_snapshot():
     expected = json.loads(SNAPSHOT.read_text())
     assert current == expected, (
         "the asset graph changed; if intended, run "
-        "`UPDATE_SNAPSHOTS=1 uv run pytest tests/test_graph.py` and commit the snapshot"
+        "`UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_graph.py` and commit the snapshot"
     )
 
 

@@ -30,7 +30,7 @@ def test_one_blocking_check_per_export_and_key_mart():
 def test_rules_page_is_up_to_date():
     text = DOC_PATH.read_text(encoding="utf-8")
     assert generated_section(text) == render_section(), (
-        "docs/data-quality.md is stale: run `uv run python -m tools.quality_docs`"
+        "docs/data-quality.md is stale: run `.venv/bin/python -m tools.quality_docs`"
     )
 
 

@@ -1,6 +1,6 @@
 """Benchmark: a large company end to end, then one more day of exports.
 
-    uv run python -m tools.bench [--employees 50000] [--years 5]
+    .venv/bin/python -m tools.bench [--employees 50000] [--years 5]
 
 1. generates the company (cached in bench/scratch/ between runs with the same parameters), holding
    back the exports of the last day;

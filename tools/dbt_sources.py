@@ -4,8 +4,8 @@ The raw tables dbt reads are the contracts' tables (`pipelines/lib/contracts.py`
 lineage columns ingestion adds, the manifest and the quarantine; this writes their dbt source
 declarations so the two never drift apart (`tests/test_dbt_project.py` checks the file).
 
-    uv run python -m tools.dbt_sources          # rewrite the file
-    uv run python -m tools.dbt_sources --check  # exit 1 when it is stale
+    .venv/bin/python -m tools.dbt_sources          # rewrite the file
+    .venv/bin/python -m tools.dbt_sources --check  # exit 1 when it is stale
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
     text = render()
     if "--check" in argv:
         if SOURCES_PATH.read_text(encoding="utf-8") != text:
-            print(f"{SOURCES_PATH.name} is stale: run `uv run python -m tools.dbt_sources`")
+            print(f"{SOURCES_PATH.name} is stale: run `.venv/bin/python -m tools.dbt_sources`")
             return 1
         return 0
     SOURCES_PATH.write_text(text, encoding="utf-8")

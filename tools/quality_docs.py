@@ -2,7 +2,7 @@
 
 The page keeps its prose; only the part between the two markers is generated, so the severity
 of every expectation is decided in code and read in the docs, never edited twice.
-Refresh it with `uv run python -m tools.quality_docs`; a test fails when it is stale.
+Refresh it with `.venv/bin/python -m tools.quality_docs`; a test fails when it is stale.
 """
 
 from __future__ import annotations
