@@ -370,6 +370,15 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     with duckdb.connect(str(build), read_only=True) as con:
         effects = con.execute("select * from marts.certification_effect").df()
         study = con.execute("select * from marts.certification_event_study").df()
+        uncommented = con.execute(
+            "select table_name, column_name from duckdb_columns() where schema_name = 'marts' "
+            "and (comment is null or comment = '')"
+        ).fetchall()
+        tables = con.execute(
+            "select count(*) from duckdb_tables() where schema_name = 'marts' and comment <> ''"
+        ).fetchone()[0]
+    # what analysts read in the published file: every table and column describes itself
+    assert uncommented == [] and tables == 2
     assert list(effects["metric"]) == list(stats.METRICS)
     assert len(study) == 25
     mats = result.asset_materializations_for_node("certification_statistics")

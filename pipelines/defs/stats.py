@@ -24,12 +24,20 @@ EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
 
 
 def _write(con, table: str, df) -> None:
-    """Create or replace `marts.<table>`; Arrow turns NaN into SQL NULL (not a float NaN)."""
+    """Create or replace `marts.<table>` with its descriptions as comments; Arrow turns NaN into
+    SQL NULL (not a float NaN)."""
     import pyarrow as pa
+
+    from pipelines.lib.stats import result
 
     arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
     con.execute("create schema if not exists marts")
     con.execute(f"create or replace table marts.{table} as select * from arrow")
+    described = {
+        "certification_effect": (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+        "certification_event_study": (result.EVENT_STUDY_TABLE, result.EVENT_STUDY_DESCRIPTIONS),
+    }
+    db.describe(con, f"marts.{table}", *described[table])
 
 
 def _number(x) -> float | None:

@@ -48,3 +48,19 @@ def busy_message(path: Path, error: str, read_only: bool) -> str:
         "(a notebook, a DuckDB CLI or BI tool should open the published file read-only, never "
         "this one) and run again."
     )
+
+
+def describe(
+    con: duckdb.DuckDBPyConnection, table: str, description: str, columns: dict[str, str]
+) -> None:
+    """Attach a table's and its columns' descriptions as DuckDB comments (publishing copies
+    them into the analyst-facing file)."""
+    con.execute(f"comment on table {table} is {_literal(description)}")
+    present = {r[0] for r in con.execute(f"select * from {table} limit 0").description}
+    for column, text in columns.items():
+        if column in present:
+            con.execute(f'comment on column {table}."{column}" is {_literal(text)}')
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -155,3 +155,50 @@ def interval_words(e: Effect, what: str) -> str:
         f"{what} {fmt(e.estimate)} times (95 % CI {fmt(e.ci_low)}-{fmt(e.ci_high)}); the naive "
         f"figure would say {fmt(e.naive[0])} (95 % CI {fmt(e.naive[1])}-{fmt(e.naive[2])})."
     )
+
+
+# What the published marts say about themselves (DuckDB comments; `duckdb_columns().comment`).
+EFFECT_TABLE = (
+    "Adjusted effect of holding an active certification, one row per metric "
+    "(incident_rate_ratio, mttr_ratio, attrition_hazard_ratio), each engineer compared with "
+    "themselves; naive figures beside. Grain: one row per metric. Method: docs/statistics.md."
+)
+EFFECT_DESCRIPTIONS = {
+    "metric": "incident_rate_ratio, mttr_ratio or attrition_hazard_ratio",
+    "estimate": "ratio while certified vs not (below 1 = fewer incidents, faster restore, fewer "
+    "voluntary exits); NULL when not estimable",
+    "ci_low": "lower end of the 95 % interval (NULL when not estimable)",
+    "ci_high": "upper end of the 95 % interval (NULL when not estimable)",
+    "estimable": "false when the data are too few to estimate (see not_estimable_reason)",
+    "finding": "estimable, pre-trend test not rejected, and the interval excludes 1",
+    "pretrend_p": "p-value of the pre-trend test (NULL where none applies)",
+    "pretrend_rejected": "true when rates already differed before certifying (p < 0.05)",
+    "not_estimable_reason": "why no estimate is published",
+    "data_needed": "what more data would make it estimable",
+    "naive_estimate": "the plain comparison people compute first (see naive_method)",
+    "naive_ci_low": "lower end of the naive figure's 95 % interval",
+    "naive_ci_high": "upper end of the naive figure's 95 % interval",
+    "naive_method": "how the naive figure is computed",
+    "n_engineers": "engineers in the estimate",
+    "n_events": "incidents, resolved incidents or voluntary exits in the estimate",
+    "n_cohorts": "distinct months in which engineers first certified",
+    "method": "the model",
+    "comparison": "who is compared with whom",
+    "caveats": "threats to the estimate and warnings of the fit",
+    "window_start": "first month the estimate covers",
+    "window_end": "last month the estimate covers",
+}
+EVENT_STUDY_TABLE = (
+    "Incident rate ratio by month relative to the first certification (-12..+12), against "
+    "month -1. Grain: one row per (metric, relative_month); months with fewer engineers than "
+    "the minimum group size are NULL."
+)
+EVENT_STUDY_DESCRIPTIONS = {
+    "metric": "incident_rate_ratio",
+    "relative_month": "months since the first certification (-12..+12; -1 is the reference)",
+    "estimate": "rate ratio against month -1 (NULL when suppressed or not estimable)",
+    "ci_low": "lower end of the 95 % interval",
+    "ci_high": "upper end of the 95 % interval",
+    "engineers": "engineers observed in that relative month",
+    "engineer_months": "exposure in that relative month",
+}
