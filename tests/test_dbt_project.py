@@ -227,3 +227,17 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     assert "grain" in specs["marts/attrition"].description.lower()
     checks = {c.name for c in warehouse_dbt.check_specs}
     assert any(name.startswith("expression_is_true_attrition") for name in checks)
+
+
+def test_a_build_leaves_its_parse_for_the_next_build(tmp_path):
+    from pipelines.defs.dbt import keep_partial_parse
+
+    build, project = tmp_path / "warehouse_dbt-1", tmp_path / "target"
+    build.mkdir()
+    assert not keep_partial_parse(build, project)  # a failed parse leaves nothing to keep
+    (build / "partial_parse.msgpack").write_bytes(b"parsed with this warehouse's profile")
+    assert keep_partial_parse(build, project)
+    assert (
+        project / "partial_parse.msgpack"
+    ).read_bytes() == b"parsed with this warehouse's profile"
+    assert [p.name for p in project.iterdir()] == ["partial_parse.msgpack"]

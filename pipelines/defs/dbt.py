@@ -222,10 +222,30 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             # each invocation writes its own target folder; keep target/ from growing every night
             shutil.rmtree(build.target_path, ignore_errors=True)
             raise
+        keep_partial_parse(build.target_path, Path(dbt_project.project_dir) / "target")
         try:
             _refresh_docs(context, dbt, s, args, build.target_path)
         finally:
             shutil.rmtree(build.target_path, ignore_errors=True)
+
+
+def keep_partial_parse(build_target: Path, project_target: Path) -> bool:
+    """Keep the build's parse for the next build (dagster-dbt seeds each build's target folder
+    with `target/partial_parse.msgpack`).
+
+    The file left by `ensure_manifest` was parsed with placeholder paths and no vars, so every
+    build reparsed the whole project ("config vars, config profile ... have changed"). The
+    build's own file matches the next nightly's profile and vars; dbt checks both and reparses
+    in full when they differ, so a file from another warehouse only costs that parse.
+    """
+    src = build_target / "partial_parse.msgpack"
+    if not src.exists():
+        return False
+    project_target.mkdir(parents=True, exist_ok=True)
+    tmp = project_target / f".partial_parse.{os.getpid()}.tmp"
+    shutil.copy2(src, tmp)
+    os.replace(tmp, project_target / "partial_parse.msgpack")
+    return True
 
 
 VERBOSE_TAG = "talent/verbose"
