@@ -60,3 +60,16 @@ def test_talent_run_exits_2_with_the_advice_and_builds_nothing(tmp_path):
     assert result.exit_code == 2
     assert "No export files found" in result.output
     assert not (tmp_path / "wh" / "raw.duckdb").exists()
+
+
+def test_exports_dropped_at_the_top_of_the_folder_are_named_with_where_to_put_them(tmp_path):
+    from pipelines.lib.ingest.check import check_sources
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "Employee Report.csv").write_text("Employee #,Work Email\n1,a@x.org\n")
+    (tmp_path / "src" / "sources.yml").write_text("{}\n")
+    (problem,) = preflight(_settings(tmp_path / "src", tmp_path / "wh"))
+    assert "1 at its top: Employee Report.csv" in problem and "into hris/" in problem
+    files = {f.path: f for f in check_sources(tmp_path / "src").files}
+    assert set(files) == {"Employee Report.csv"}
+    assert "not inside hris/" in files["Employee Report.csv"].note

@@ -62,7 +62,17 @@ def _source_problems(settings: Settings) -> list[str]:
             f"{', '.join(sorted(delivered))}. Add the HRIS employee export (any supported "
             "vendor's, under its own name; `talent sources check` shows what is recognised)."
         ]
+    from pipelines.lib.ingest.check import stray_files
+
     others = sorted({name for d in found.values() for name in d.not_loaded})
+    stray = stray_files(src)
+    if stray:
+        return [
+            f"No export files in the system folders of {src}, but {len(stray)} at its top: "
+            f"{', '.join(stray[:5])}. Exports are read from the folder of their system: move "
+            "HRIS exports into hris/, learning exports into lms/, incident exports into "
+            "incidents/ and GPU fleet exports into fleet/ (any file name), then run again."
+        ]
     seen = (
         f" It holds {len(others)} file(s) that match no export: {', '.join(others[:5])}."
         if others

@@ -102,8 +102,31 @@ def check_sources(sources_dir: Path) -> SourcesReport:
     for name, reason in sorted(seen_other.items()):
         status = "unknown" if name in unknown else "skipped"
         report.files.append(FileCheck(path=name, status=status, note=reason))
+    for name in stray_files(sources_dir):
+        report.files.append(FileCheck(path=name, status="skipped", note=STRAY_NOTE))
     report.files.sort(key=lambda f: (f.path, f.export or ""))
     return report
+
+
+# The top of a sources folder holds the system folders and sources.yml; an export dropped
+# there is not read, and says so.
+STRAY_NOTE = (
+    "not inside hris/, lms/, incidents/ or fleet/: exports are read from the folder of their "
+    "system; move it there (any file name)"
+)
+_TOP_LEVEL_OK = {"sources.yml", "sources.yaml", "readme.md", "ground_truth.json", "profiles"}
+
+
+def stray_files(sources_dir: Path) -> list[str]:
+    """Files at the top of the sources folder that look like exports (CSV or workbook)."""
+    folders = {e.folder for e in EXPORTS.values()}
+    return sorted(
+        p.name
+        for p in Path(sources_dir).iterdir()
+        if p.name.lower() not in _TOP_LEVEL_OK
+        and p.name not in folders
+        and p.suffix.lower() in (".csv", ".xlsx", ".xls", ".txt", ".tsv")
+    )
 
 
 def _mark_shrinking(checks: list[FileCheck], share: float) -> list[FileCheck]:
