@@ -40,6 +40,12 @@ def stage_of(step_key: str) -> str:
     return "other"
 
 
+# Steps that wait announce it with this prefix at warning level (ingestion: files changed
+# moments ago are watched until they stop changing).
+WAIT_LEVEL = logging.WARNING
+WAIT_PREFIX = "waiting: "
+
+
 class _ProgressHandler(logging.Handler):
     """Prints `[  12 s] ingest      raw__employees          done in 2.1 s` as steps end."""
 
@@ -51,6 +57,11 @@ class _ProgressHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, LOG_RECORD_METADATA_ATTR, None) or {}
         event = meta.get("dagster_event")
+        if event is None and record.levelno >= WAIT_LEVEL and meta.get("step_key"):
+            # a step saying what it is waiting for (files still being written)
+            if str(meta.get("orig_message", "")).startswith(WAIT_PREFIX):
+                self._line(time.monotonic(), meta["step_key"], meta["orig_message"])
+            return
         if event is None or not event.step_key:
             return
         now = time.monotonic()

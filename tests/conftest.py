@@ -29,6 +29,10 @@ SQL_TYPES = {
 }
 
 TEST_PSEUDONYM_KEY = "test-key-for-pseudonyms"
+# Tests write export files moments before loading them. The product waits until a file is
+# TALENT_SETTLE_SECONDS old (default 30, a half-copied file must not load); the tests that check
+# that wait set it themselves. Pipeline runs started as subprocesses inherit this.
+os.environ.setdefault("TALENT_SETTLE_SECONDS", "0")
 
 
 @dataclass
@@ -55,6 +59,7 @@ def talent_resources(
     from pipelines.defs.resources import TalentResource
 
     base = Path(warehouse_dir or sources_dir or ".")
+    fields.setdefault("settle_seconds", 0)
     settings = Settings(
         sources_dir=sources_dir or base / "sources",
         warehouse_dir=warehouse_dir or base / "warehouse",
@@ -69,7 +74,9 @@ def settings(tmp_path: Path) -> Settings:
     """Settings over an empty sources folder (hris/ lms/ incidents/ fleet/) and a new warehouse."""
     for folder in ("hris", "lms", "incidents", "fleet"):
         (tmp_path / "sources" / folder).mkdir(parents=True)
-    return Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "warehouse")
+    return Settings(
+        sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "warehouse", settle_seconds=0
+    )
 
 
 def raw_table_ddl(export: str) -> str:

@@ -3,6 +3,7 @@ and every file's delivered rows = loaded + quarantined."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -130,13 +131,16 @@ def test_file_still_being_written_is_left_for_the_next_run(settings):
 
     writer = threading.Thread(target=keep_writing)
     writer.start()
+    heard: list[str] = []
+    waiting = dataclasses.replace(settings, settle_seconds=0.5)  # what the sensor also uses
     try:
-        result = ingest_export(settings, "gpu_fleet", settle_seconds=0.5)
+        result = ingest_export(waiting, "gpu_fleet", on_wait=heard.append)
     finally:
         stop.set()
         writer.join()
     assert result.files_loaded == 0
     assert "still being written" in result.not_loaded["fleet/gpu_fleet_2024-03.csv"]
+    assert len(heard) == 1 and "gpu_fleet_2024-03.csv" in heard[0] and "waiting" in heard[0]
     old = time.time() - 60
     os.utime(path, (old, old))
     assert ingest_export(settings, "gpu_fleet").files_loaded == 1

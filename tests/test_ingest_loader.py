@@ -298,7 +298,7 @@ import sys
 from pathlib import Path
 from pipelines.lib.settings import Settings
 from pipelines.lib.ingest import ingest_export
-s = Settings(sources_dir=Path(sys.argv[1]), warehouse_dir=Path(sys.argv[2]))
+s = Settings(sources_dir=Path(sys.argv[1]), warehouse_dir=Path(sys.argv[2]), settle_seconds=0)
 ingest_export(s, "gpu_fleet")
 """
 

@@ -25,7 +25,7 @@ def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_pat
         sources, 200, 2, date(2026, 9, 30), 7, progress=False, garbage_rows=True
     )
     truth = json.loads((sources / "ground_truth.json").read_text())
-    settings = Settings(sources_dir=sources, warehouse_dir=tmp_path / "wh")
+    settings = Settings(sources_dir=sources, warehouse_dir=tmp_path / "wh", settle_seconds=0)
     results = ingest_all(settings)
 
     assert all(not r.files_failed and not r.unknown_files for r in results.values())

@@ -7,6 +7,7 @@ badge (quarantined), PagerDuty line 5 is dated 2099 (quarantined, out of range).
 
 from __future__ import annotations
 
+import csv
 import shutil
 import zipfile
 from datetime import UTC, date, datetime
@@ -239,6 +240,32 @@ def test_workbook_is_read_like_csv(settings):
     assert result.files_loaded == 1 and not result.unknown_files
     assert query(settings, "SELECT encoding, rows_total, rows_loaded FROM manifest") == [
         ("xlsx", 8, 7)
+    ]
+
+
+def test_tab_separated_exports_are_read_like_csv(settings):
+    """A tool's tab-separated download (.tsv or .txt) and a contract file written with tabs load
+    the same rows as their comma-separated originals."""
+    with (VENDORS / "incidents.csv").open(newline="", encoding="utf-8-sig") as f:
+        records = list(csv.reader(f))
+    with (settings.sources_dir / "incidents" / "incidents.tsv").open("w", newline="") as f:
+        csv.writer(f, delimiter="\t").writerows(records)
+    contract = "cluster,as_of_date,site,gpu_model,gpu_count\nc1,2024-03-31,Munich,H100,8\n"
+    (settings.sources_dir / "fleet" / "gpu_fleet_2024-03.csv").write_text(
+        contract.replace(",", "\t")
+    )
+    results = ingest_all(settings)
+    assert "pagerduty" in results["incidents"].recognised["incidents/incidents.tsv"]
+    assert results["gpu_fleet"].rows_loaded == 1
+    rows = query(
+        settings,
+        "SELECT file_name, export, delimiter, rows_total, rows_loaded, rows_quarantined "
+        "FROM manifest WHERE export IN ('incidents', 'gpu_fleet') ORDER BY export",
+    )
+    # the same counts as the comma-separated incidents.csv in test_vendor_files_load_...
+    assert rows == [
+        ("gpu_fleet_2024-03.csv", "gpu_fleet", "\t", 1, 1, 0),
+        ("incidents.tsv", "incidents", "\t", 5, 4, 1),
     ]
 
 

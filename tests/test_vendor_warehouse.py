@@ -40,7 +40,7 @@ def marts(tmp_path_factory) -> duckdb.DuckDBPyConnection:
         shutil.copyfile(VENDORS / name, root / "sources" / folder / name)
     shutil.copyfile(VENDORS / "sources.yml", root / "sources" / "sources.yml")
     (root / "sources" / "hris" / "employees_2024-01.csv").write_text(NAMESAKE)
-    settings = Settings(sources_dir=root / "sources", warehouse_dir=root / "wh")
+    settings = Settings(sources_dir=root / "sources", warehouse_dir=root / "wh", settle_seconds=0)
     results = ingest_all(settings)
     assert not any(r.files_failed or r.unknown_files for r in results.values())
     run_dbt(
@@ -99,3 +99,22 @@ def test_downtime_falls_back_to_opened_to_resolved(marts):
     total = marts.execute("SELECT sum(downtime_minutes) FROM marts.incident_downtime").fetchone()
     # 1041 14:03:11-15:41:02 = 97.85; 1042 02:15-06:40 (-08:00) = 265; 1043 = 30; 1045 open
     assert total[0] == pytest.approx(97.85 + 265 + 30)
+
+
+def test_without_a_fleet_export_roles_need_what_they_need_at_every_fleet_size(marts):
+    rows = marts.execute(
+        "SELECT segment_value, fully_compliant_headcount FROM marts.certification_coverage "
+        "WHERE segment_type = 'role_family' AND month = DATE '2024-10-01' ORDER BY 1"
+    ).fetchall()
+    # No fleet export, so no fleet size: the seed's team templates require NCP-AII of a senior
+    # engineer, a storage specialist and an infrastructure lead at every size, NCP-AIN of a
+    # network specialist, NCA-AIIO of an operations engineer. Only the senior engineer holds
+    # what is required (NCP-AII); the storage specialist holds CKA, the lead NCP-AIO, the
+    # network specialist NCA-AIIO, the operations engineer nothing active.
+    assert rows == [
+        ("infrastructure_lead", 0),
+        ("network_specialist", 0),
+        ("operations_engineer", 0),
+        ("senior_engineer", 1),
+        ("storage_specialist", 0),
+    ]

@@ -32,8 +32,8 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`. Every file in it is a delivery: a CSV file or an Excel workbook (`.xlsx`, first
-sheet). Two kinds are read:
+`fleet/`. Every file in it is a delivery: a CSV or tab-separated text file (`.csv`, `.tsv`,
+`.txt`) or an Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
 - **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
   "incidents.csv"): recognised from the header by a vendor profile (see
@@ -50,7 +50,10 @@ sheet). Two kinds are read:
 
 A file that matches nothing is not loaded and is listed with the closest profile and the
 columns it lacks. `talent sources check <folder>` shows all of this without loading anything.
-Only `employees` is required; what a missing export means is named in the check.
+Only `employees` is required; what a missing export means is named in the check, the run
+summary, `marts.source_deliveries` and the report's first page. Without `job_history` the
+division scope cannot be applied: every employee counts and teams, roles and levels show as
+`unknown` (role requirements then count as unknown, not as met).
 
 ## How deliveries are loaded
 
@@ -77,8 +80,9 @@ Only `employees` is required; what a missing export means is named in the check.
   rows but keeps fewer than half of them (a header-only `_v2`, a cut-off export) is blocked:
   recorded as `failed` with the reason, and the earlier delivery still counts. If the smaller
   delivery is right, say so in `sources.yml` (`files: {{<name>: {{allow_shrink: true}}}}`).
-- **Files being written are not read.** A file changed within the last moments is watched
-  until it stops changing; one still growing, a temporary copy name (`.part`, `.tmp`,
+- **Files being written are not read.** A file changed less than `TALENT_SETTLE_SECONDS`
+  (default 30) ago is watched until it is that old, by the sensor and by `talent run` alike
+  (the run says it is waiting); one still changing then, a temporary copy name (`.part`, `.tmp`,
   `.crdownload`), a folder or a dangling link is named in the load report and not loaded.
 - **The same bytes as two exports** (one vendor file feeding two exports) are two deliveries:
   a `duplicate` is only the same bytes again for the same export.
@@ -90,7 +94,7 @@ Only `employees` is required; what a missing export means is named in the check.
   contract does not know are kept as a JSON object (`_extra`) and not used. Optional columns
   may be left out entirely.
 - **Encoding**: UTF-8, with or without byte-order mark; Windows-1252 where the export lists it.
-- **Delimiter**: `,` or `;`, detected from the header. Line ends `LF` or `CRLF`. Values
+- **Delimiter**: `,`, `;` or tab, detected from the header. Line ends `LF` or `CRLF`. Values
   containing the delimiter, quotes or line breaks are quoted with `"` (quotes doubled inside).
 - **Locale**, detected per file where the export allows it:
   - `en`: decimal point (`1234.5`, grouping `1,234.5` accepted), dates `YYYY-MM-DD`,

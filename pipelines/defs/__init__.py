@@ -25,6 +25,7 @@ def build_definitions(
     from pipelines.defs import (
         automation,
         dbt,
+        deliveries,
         ingestion,
         publish,
         quality,
@@ -40,7 +41,7 @@ def build_definitions(
         # take the resources built from this run's settings.
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = dg.load_definitions_from_modules(
-            [ingestion, dbt, stats, roi, quality, publish, report, automation],
+            [ingestion, dbt, deliveries, stats, roi, quality, publish, report, automation],
             resources={
                 "talent": TalentResource.from_settings(settings, environ),
                 "dbt": dbt.dbt_resource(),

@@ -10,6 +10,7 @@ import dagster as dg
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest import IngestResult, ingest_export, table_row_count
+from pipelines.progress import WAIT_PREFIX
 
 # Retries cover transient I/O (a locked DuckDB file, a network share hiccup). Content errors
 # raise `dg.Failure(allow_retries=False)`: re-reading a bad file gives the same answer.
@@ -58,7 +59,9 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
     )
     def _asset(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.MaterializeResult:
         s = talent.settings
-        result = ingest_export(s, export.name)
+        result = ingest_export(
+            s, export.name, on_wait=lambda text: context.log.warning(WAIT_PREFIX + text)
+        )
         metadata = result_metadata(result, table_row_count(s, export.name))
         for name, reason in result.not_loaded.items():
             context.log.warning(f"{name} was not loaded: {reason}")

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from pipelines.defs import dbt, roi, stats
+from pipelines.defs import dbt, deliveries, roi, stats
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PublishError, publish
 
@@ -21,7 +21,12 @@ FRESHNESS_WINDOW = timedelta(hours=26)
 MART_KEYS = sorted(
     {
         key
-        for assets in (dbt.warehouse_dbt, stats.certification_statistics, roi.roi_tables)
+        for assets in (
+            dbt.warehouse_dbt,
+            deliveries.source_deliveries,
+            stats.certification_statistics,
+            roi.roi_tables,
+        )
         for key in assets.keys
         if key.path[0] == "marts"
     },

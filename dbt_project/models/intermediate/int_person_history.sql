@@ -2,6 +2,11 @@
 -- person is employed (inside a spell) with one job record. Job records never overlap (each
 -- lasts until the next) and spells never overlap, so an as-of join `d between valid_from and
 -- valid_to` returns at most one row per person: no fan-out.
+--
+-- Only the employees export is required. A person without any job record gets one interval per
+-- spell with unknown attributes (segments show 'unknown'). When no job history was delivered at
+-- all, the division scope cannot be applied and every employee counts (the run summary and the
+-- report say so); when it was delivered, a person missing from it is out of scope.
 with jobs as (
     select * from {{ ref('stg_hris__job_history') }}
 ),
@@ -45,6 +50,31 @@ joined as (
             and j.job_valid_to >= s.hire_date
 ),
 
+job_history_delivered as (
+    select count(*) > 0 as delivered from jobs
+),
+
+without_jobs as (
+    select
+        s.person_key,
+        s.spell_number,
+        s.hire_date as valid_from,
+        s.spell_end as valid_to,
+        s.hire_date,
+        s.spell_end,
+        null::varchar as division,
+        null::varchar as team,
+        null::varchar as role_family,
+        null::integer as skill_level,
+        null::varchar as site,
+        null::varchar as manager_key,
+        null::varchar as employment_type,
+        null::double as fte,
+        null::varchar as change_reason,
+    from spells as s
+    where not exists (select 1 from jobs as j where j.person_key = s.person_key)
+),
+
 -- A spell that starts before its first job record takes the first record of the spell from its
 -- hire date (HRIS often dates the job record a few days after the hire).
 final as (
@@ -59,6 +89,16 @@ final as (
         division = {{ scope_division() }}
         and employment_type in {{ included_employment_types() }} as in_scope,
     from joined
+),
+
+unknown_jobs as (
+    select
+        w.*,
+        not d.delivered as in_scope,
+    from without_jobs as w
+    cross join job_history_delivered as d
 )
 
 select * from final
+union all by name
+select * from unknown_jobs

@@ -20,6 +20,32 @@ requirements as (
     from {{ ref('team_template_requirements') }}
 ),
 
+-- With no fleet export the fleet size is unknown: a role then needs what it needs at every size.
+required_codes_by_size as (
+    select
+        role_family,
+        fleet_size_class,
+        unnest(required_codes) as certification_code,
+    from requirements
+),
+
+codes_at_every_size as (
+    select
+        role_family,
+        certification_code,
+    from required_codes_by_size
+    group by role_family, certification_code
+    having count(distinct fleet_size_class) = (select count(distinct r.fleet_size_class) from requirements as r)
+),
+
+requirements_any_size as (
+    select
+        role_family,
+        list(certification_code order by certification_code) as required_codes,
+    from codes_at_every_size
+    group by role_family
+),
+
 first_award as (
     select
         person_key,
@@ -39,8 +65,18 @@ first_hire as (
 people as (
     select
         p.*,
-        -- no requirement defined for the role (or unknown fleet size) = nothing required
-        coalesce(list_has_all(p.active_certification_codes, r.required_codes), true) as fully_compliant,
+        -- unknown role (no job history) = unknown; no requirement defined for the role =
+        -- nothing required; unknown fleet size = the requirements common to every size
+        case
+            when p.role_family is not null
+                then coalesce(
+                    list_has_all(
+                        p.active_certification_codes,
+                        coalesce(r.required_codes, ra.required_codes)
+                    ),
+                    true
+                )
+        end as fully_compliant,
         case
             when fa.first_issued_on <= p.month + interval 1 month - interval 1 day
                 then datediff('day', fh.first_hire_date, fa.first_issued_on) / 30.4375
@@ -50,6 +86,10 @@ people as (
         on
             r.fleet_size_class = p.fleet_size_class
             and r.role_family = p.role_family
+    left join requirements_any_size as ra
+        on
+            p.fleet_size_class is null
+            and ra.role_family = p.role_family
     left join first_award as fa
         on fa.person_key = p.person_key
     left join first_hire as fh
@@ -100,7 +140,7 @@ final as (
         count(*) filter (where fully_compliant) as fully_compliant_headcount,
         -- shares
         count(*) filter (where is_certified) / count(*) as coverage_share,
-        count(*) filter (where fully_compliant) / count(*) as compliance_share,
+        count(*) filter (where fully_compliant) / nullif(count(fully_compliant), 0) as compliance_share,
         sum(expiring_next_90d)::bigint as expiring_next_90d,
         median(months_to_first_cert) as median_months_to_first_cert,
         sum(exam_attempts)::bigint as exam_attempts,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,7 +110,7 @@ class Discovery:
 
 # names under which copy tools write a file that is not complete yet
 TEMPORARY_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload", ".filepart", "~")
-VENDOR_SUFFIXES = (".csv", ".xlsx")
+VENDOR_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx")
 
 
 def discover(
@@ -188,7 +189,7 @@ def _discover_vendor_file(
 ) -> None:
     if not path.name.lower().endswith(VENDOR_SUFFIXES):
         found.unknown.append(rel)
-        found.not_loaded[rel] = "not a CSV or .xlsx file and not named like an export"
+        found.not_loaded[rel] = "not a .csv, .tsv, .txt or .xlsx file and not named like an export"
         return
     setting = config.for_file(folder, path.name)
     try:
@@ -231,7 +232,10 @@ def _discover_vendor_file(
 
 
 def settle_files(
-    deliveries: list[Delivery], settle_seconds: float, now: float | None = None
+    deliveries: list[Delivery],
+    settle_seconds: float,
+    now: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> tuple[list[Delivery], dict[str, str]]:
     """Wait until recently changed files stop changing; those still growing are left out.
 
@@ -245,7 +249,15 @@ def settle_files(
     if not young:
         return deliveries, {}
     oldest_young = min(now - st.st_mtime for st in young.values())
-    time.sleep(max(0.0, settle_seconds - oldest_young))
+    wait = max(0.0, settle_seconds - oldest_young)
+    if on_wait is not None:
+        names = ", ".join(sorted(p.name for p in young)[:3]) + (", ..." if len(young) > 3 else "")
+        on_wait(
+            f"{len(young)} file(s) changed less than {settle_seconds:g} s ago ({names}): "
+            f"waiting {wait:.0f} s to be sure they are completely written "
+            "(TALENT_SETTLE_SECONDS sets this)"
+        )
+    time.sleep(wait)
     moving: dict[str, str] = {}
     for p, st in young.items():
         again = p.stat() if p.exists() else None
@@ -581,17 +593,25 @@ def load_deliveries(
 # --- public API ------------------------------------------------------------------------------
 
 
-def ingest_export(settings: Settings, export: str, settle_seconds: float = 0.5) -> IngestResult:
+def ingest_export(
+    settings: Settings,
+    export: str,
+    settle_seconds: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> IngestResult:
     """Load every new delivery of one export; the connection is closed before returning.
 
-    Files changed less than `settle_seconds` ago are watched that long first; one still being
-    written is left for the next run and named in the result.
+    Files changed less than `settle_seconds` ago (default: the settings' `settle_seconds`, the
+    same rule as the sensor's) are watched until they are that old; one still being written is
+    left for the next run and named in the result. `on_wait` hears about the wait first.
     """
+    if settle_seconds is None:
+        settle_seconds = settings.settle_seconds
     if export not in EXPORTS:
         raise KeyError(f"unknown export {export!r}; known: {', '.join(EXPORTS)}")
     config = load_sources_config(settings.sources_dir)
     found = discover_export(settings.sources_dir, export, config=config)
-    deliveries, moving = settle_files(found.deliveries, settle_seconds)
+    deliveries, moving = settle_files(found.deliveries, settle_seconds, on_wait=on_wait)
     result = IngestResult(
         export=export,
         files_seen=len(found.deliveries),

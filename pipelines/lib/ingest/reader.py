@@ -97,9 +97,12 @@ def _undecodable(file_name: str, data: bytes, e: UnicodeDecodeError, tried: str)
 
 
 def detect_delimiter(header_line: str) -> str:
-    """`;` when the header has more semicolons than commas outside quotes, else `,`."""
+    """The separator the header uses most outside quotes: tab (tab-separated exports, e.g.
+    Workday's or an HRIS's "text" download), `;` (German-locale Excel) or `,` (the default)."""
     outside = re.sub(r'"[^"]*"', "", header_line)
-    return ";" if outside.count(";") > outside.count(",") else ","
+    counts = {",": outside.count(","), ";": outside.count(";"), "\t": outside.count("\t")}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
 
 
 def normalise_header(name: str) -> str:

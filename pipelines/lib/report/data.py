@@ -30,6 +30,7 @@ REPORT_TABLES = (
     "fleet_size",
     "roi_by_period",
     "roi_summary",
+    "source_deliveries",
     "roi_sensitivity",
 )
 

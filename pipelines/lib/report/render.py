@@ -26,6 +26,7 @@ from pipelines.lib.report.sections.attrition import attrition_section
 from pipelines.lib.report.sections.base import Section
 from pipelines.lib.report.sections.composition import CostBasis, composition_section
 from pipelines.lib.report.sections.coverage import coverage_section
+from pipelines.lib.report.sections.deliveries import data_gaps
 from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
@@ -105,6 +106,7 @@ def build_context(
         "year_ago": q.trailing(5)[0].label,
         "headlines": findings(facts, q),
         "actions": actions(facts, q),
+        "data_gaps": data_gaps(marts),
         "sections": sections,
         "appendix": [method_section(inc_f.effects, method_charts, thr)],
         "glossary": glossary(thr),

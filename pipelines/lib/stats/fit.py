@@ -273,13 +273,14 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
 def informative_rows(y: np.ndarray, codes: list[np.ndarray]) -> np.ndarray:
     """Rows left after repeatedly dropping factor levels without any event (all-zero outcome)."""
     keep = np.ones(len(y), dtype=bool)
-    while True:
+    while keep.any():
         before = keep.sum()
         for c in codes:
             totals = np.bincount(c[keep], weights=y[keep], minlength=int(c.max()) + 1)
             keep &= totals[c] > 0
         if keep.sum() == before:
             return keep
+    return keep
 
 
 def factor_codes(*columns) -> list[np.ndarray]:

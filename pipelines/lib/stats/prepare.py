@@ -113,7 +113,11 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
         {
             "person_key": df["person_key"].astype(str).to_numpy(),
             "t": _month_index(df["month"]).to_numpy(dtype="float64"),
-            "skill_level": pd.to_numeric(df["skill_level"], errors="coerce").to_numpy("float64"),
+            # An HRIS export without levels (no job history, or a tool without a level
+            # column) leaves skill_level unknown for everyone: level 0 is that one category.
+            "skill_level": pd.to_numeric(df["skill_level"], errors="coerce")
+            .fillna(0)
+            .to_numpy("float64"),
             "tenure_months": pd.to_numeric(df["tenure_months"], errors="coerce").to_numpy(
                 "float64"
             ),
