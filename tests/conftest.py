@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -228,3 +229,103 @@ def talent_run(
             f"talent run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+# --- one realistic company for the end-to-end modules --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Company:
+    """A generated company and the warehouse of one clean nightly run over it (no report).
+
+    Shared by every module (and every test worker) that needs a realistic warehouse: never
+    write into it; copy what a test changes (`shutil.copytree`)."""
+
+    sources: Path
+    warehouse: Path
+    employees: int
+    years: int
+    end_date: object
+    seed: int
+    # planted in the responders delivery of the last month: one line that is not a record,
+    # so that the quarantine has a row to account for (a warning, not a blocking failure)
+    unreadable_line: bytes = b"this line is not a responder record"
+
+    @property
+    def published(self) -> Path:
+        return self.warehouse / "talent.duckdb"
+
+
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """`<shared>/<name>/`, filled by `build(folder)` once per test session.
+
+    Test workers are separate processes, each with its own session fixtures: the first worker
+    to ask builds under a lock, the others wait and reuse the folder. Never write into it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / f"{name}.built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            build(folder)
+            (shared / f"{name}.built").touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def shared_company(tmp_path_factory) -> Company:
+    """600 employees x 2 years to 2026-09-30, seed 11, and one clean `talent run` over it."""
+    from datetime import date
+
+    from tools.generate import generate_company
+
+    def build(root: Path) -> None:
+        made = company_in(root)
+        generate_company(
+            made.sources, made.employees, made.years, made.end_date, made.seed, progress=False
+        )
+        last = made.end_date.strftime("%Y-%m")
+        responders = made.sources / "incidents" / f"responders_{last}.csv"
+        data = responders.read_bytes()
+        newline = b"\r\n" if data.endswith(b"\r\n") else b"\n"
+        responders.write_bytes(data + made.unreadable_line + newline)
+        talent_run(made.sources, made.warehouse)
+
+    def company_in(root: Path) -> Company:
+        return Company(root / "sources", root / "warehouse", 600, 2, date(2026, 9, 30), 11)
+
+    return company_in(built_once(tmp_path_factory, "company-600", build))
+
+
+BENCH_EMPLOYEES, BENCH_YEARS = 300, 1
+
+
+@pytest.fixture(scope="session")
+def bench_run(tmp_path_factory) -> tuple[dict, Path]:
+    """`python -m tools.bench` at a tiny scale, once per session (tests/test_bench.py checks
+    the harness, tests/test_incremental.py its one-day nightly); returns (results.json, work
+    folder)."""
+    from tools import bench
+
+    def build(work: Path) -> None:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TALENT_PSEUDONYM_KEY", TEST_PSEUDONYM_KEY)
+            bench.main(
+                [
+                    "--employees",
+                    str(BENCH_EMPLOYEES),
+                    "--years",
+                    str(BENCH_YEARS),
+                    "--work",
+                    str(work / "work"),
+                    "--results",
+                    str(work / "results.json"),
+                ]
+            )
+
+    work = built_once(tmp_path_factory, "bench", build)
+    return json.loads((work / "results.json").read_text()), work / "work"

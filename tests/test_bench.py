@@ -1,43 +1,18 @@
 """Smoke run of the benchmark harness at a tiny scale: it runs and reports, nothing is timed.
 
 The harness's two runs (the last day held back, then delivered) are also warehouse A of
-tests/test_incremental.py, which imports the session fixture `bench_run` from here.
+tests/test_incremental.py; the session fixture `bench_run` (tests/conftest.py) runs it once.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import TEST_PSEUDONYM_KEY
+from tests.conftest import BENCH_EMPLOYEES as EMPLOYEES
+from tests.conftest import BENCH_YEARS as YEARS
 from tools import bench
 
 pytestmark = pytest.mark.slow
-
-EMPLOYEES, YEARS = 300, 1
-
-
-@pytest.fixture(scope="session")
-def bench_run(tmp_path_factory) -> tuple[dict, Path]:
-    """`python -m tools.bench` at a tiny scale; returns (results.json, work folder)."""
-    work = tmp_path_factory.mktemp("bench")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TALENT_PSEUDONYM_KEY", TEST_PSEUDONYM_KEY)
-        bench.main(
-            [
-                "--employees",
-                str(EMPLOYEES),
-                "--years",
-                str(YEARS),
-                "--work",
-                str(work / "work"),
-                "--results",
-                str(work / "results.json"),
-            ]
-        )
-    return json.loads((work / "results.json").read_text()), work / "work"
 
 
 def test_phase_of_maps_step_keys_onto_phases():

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import talent_run
-from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,12 +50,9 @@ def largest(folder: Path, export: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clean_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("blocking")
-    sources, warehouse = root / "sources", root / "warehouse"
-    generate_company(sources, 600, 2, date(2026, 9, 30), seed=11, progress=False)
-    talent_run(sources, warehouse)
-    return sources, warehouse
+def clean_run(shared_company):
+    """The session's company and its clean run (tests/conftest.py); copied before any change."""
+    return shared_company.sources, shared_company.warehouse
 
 
 def corrupt(sources: Path) -> dict[str, str]:
@@ -160,6 +156,8 @@ def test_clean_run_published_and_only_warned_about_harmless_copies(clean_run):
     record = json.loads((warehouse / "runs" / "last_nightly.json").read_text())
     assert record["success"] and not record["failures"]
     assert "warehouse__published" in record["step_seconds"]
-    assert all(
-        "no_identical_rows" in w["message"] or "freshness" in w["name"] for w in record["warnings"]
-    )
+    for w in record["warnings"]:
+        harmless = "no_identical_rows" in w["message"] or "freshness" in w["name"]
+        # the one unreadable line the company carries in its last responders delivery
+        planted = w["name"].startswith("raw/responders") and "quarantine" in w["message"]
+        assert harmless or planted, w

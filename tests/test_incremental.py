@@ -17,7 +17,6 @@ import duckdb
 import pytest
 
 from tests.conftest import talent_run
-from tests.test_bench import bench_run  # noqa: F401  (session fixture shared with the smoke run)
 from tools.bench import child_env
 
 pytestmark = pytest.mark.slow
@@ -63,7 +62,7 @@ def manifest_load_times(warehouse: Path) -> list[tuple[str, object]]:
 
 
 @pytest.fixture(scope="module")
-def runs(bench_run, tmp_path_factory) -> dict:  # noqa: F811
+def runs(bench_run, tmp_path_factory) -> dict:
     results, work = bench_run
     sources, wa = work / "sources", work / "warehouse"
     day = json.loads((work / "params.json").read_text())["end_date"]

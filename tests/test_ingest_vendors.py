@@ -244,7 +244,7 @@ def test_workbook_is_read_like_csv(settings):
 
 
 def test_tab_separated_exports_are_read_like_csv(settings):
-    """A tool's tab-separated download (.tsv or .txt) and a contract file written with tabs load
+    """A tool's tab-separated download (.tsv) and a contract file written with tabs load
     the same rows as their comma-separated originals."""
     with (VENDORS / "incidents.csv").open(newline="", encoding="utf-8-sig") as f:
         records = list(csv.reader(f))

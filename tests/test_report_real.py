@@ -1,8 +1,9 @@
 """The quarterly report rendered from a warehouse built by the real pipeline.
 
-A small company (600 employees, 2 years, seed 11: the company the other end-to-end tests use) is
-generated and run through `talent run` once for the module; the report's figures are then checked against the published marts, read here with plain
-SQL rather than through the report code, and against the planted certification statuses.
+The session's company (600 employees, 2 years, seed 11, run once through `talent run` for every
+end-to-end module: tests/conftest.py) is reported on; the report's figures are then checked
+against the published marts, read here with plain SQL rather than through the report code, and
+against the planted certification statuses.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -21,7 +21,6 @@ import duckdb
 import pytest
 
 from pipelines.lib.report import latest_complete_quarter, render_report
-from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
 
@@ -39,22 +38,9 @@ STATUS_LABELS = {
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory) -> dict:
+def real(shared_company, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("real-report")
-    sources, warehouse = root / "sources", root / "warehouse"
-    generate_company(sources, employees=600, years=2, end_date=END, seed=11, progress=False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TALENT_")}
-    env["TALENT_PSEUDONYM_KEY"] = "report-test-key"
-    talent = Path(sys.executable).with_name("talent")
-    done = subprocess.run(
-        [str(talent), "run", "--sources", str(sources), "--warehouse-dir", str(warehouse)]
-        + ["--skip-report"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    warehouse = shared_company.warehouse  # read only: the report reads the published file
     published = warehouse / "talent.duckdb"
     result = render_report(published, latest_complete_quarter(published), root / "reports")
     result["text"] = Path(result["html"]).read_text(encoding="utf-8")

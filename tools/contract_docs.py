@@ -32,8 +32,8 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`. Every file in it is a delivery: a CSV or tab-separated text file (`.csv`, `.tsv`,
-`.txt`) or an Excel workbook (`.xlsx`, first sheet). Two kinds are read:
+`fleet/`. Every file in it is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
+Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
 - **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
   "incidents.csv"): recognised from the header by a vendor profile (see

@@ -40,7 +40,6 @@ COLUMNS = {
     "last_period": "latest delivery period, NULL when not delivered",
     "vendor_profiles": "vendor profiles that read the files (comma-separated; 'contract' = "
     "delivered in the project's own export contract)",
-    "last_loaded_at": "when the latest file of this export was loaded (UTC)",
     "if_missing": "for an export not delivered: what the warehouse and the report cannot show; "
     "NULL when delivered",
 }
@@ -55,8 +54,7 @@ select
     min(period) filter (where status = 'active') as first_period,
     max(period) filter (where status = 'active') as last_period,
     string_agg(distinct coalesce(profile, 'contract'), ', ' order by coalesce(profile, 'contract'))
-        filter (where status = 'active') as vendor_profiles,
-    max(loaded_at) as last_loaded_at
+        filter (where status = 'active') as vendor_profiles
 from manifest
 group by export
 """
@@ -91,7 +89,6 @@ def delivery_table(raw_db: Path) -> pa.Table:
                 "first_period": got.get("first_period"),
                 "last_period": got.get("last_period"),
                 "vendor_profiles": got.get("vendor_profiles"),
-                "last_loaded_at": got.get("last_loaded_at"),
                 "if_missing": None if delivered else MISSING_CONSEQUENCE[name],
             }
         )
@@ -108,7 +105,6 @@ def delivery_table(raw_db: Path) -> pa.Table:
             ("first_period", pa.string()),
             ("last_period", pa.string()),
             ("vendor_profiles", pa.string()),
-            ("last_loaded_at", pa.timestamp("us")),
             ("if_missing", pa.string()),
         ]
     )

@@ -110,7 +110,7 @@ class Discovery:
 
 # names under which copy tools write a file that is not complete yet
 TEMPORARY_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload", ".filepart", "~")
-VENDOR_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx")
+VENDOR_SUFFIXES = (".csv", ".tsv", ".xlsx")
 
 
 def discover(
@@ -189,7 +189,7 @@ def _discover_vendor_file(
 ) -> None:
     if not path.name.lower().endswith(VENDOR_SUFFIXES):
         found.unknown.append(rel)
-        found.not_loaded[rel] = "not a .csv, .tsv, .txt or .xlsx file and not named like an export"
+        found.not_loaded[rel] = "not a .csv, .tsv or .xlsx file and not named like an export"
         return
     setting = config.for_file(folder, path.name)
     try:
