@@ -68,8 +68,9 @@ def cr2(xd, resid, bread, groups, absorbed, n_slopes: int) -> tuple[np.ndarray, 
         meat += np.outer(u, u)
         p_blocks.append(a_g @ (x_g @ bread[:, :n_slopes]))
     cov = bread @ meat @ bread
-    dofs = np.array([_satterthwaite(xd, bread, blocks, p_blocks, absorbed, n_level, j)
-                     for j in range(n_slopes)])
+    dofs = np.array(
+        [_satterthwaite(xd, bread, blocks, p_blocks, absorbed, n_level, j) for j in range(n_slopes)]
+    )
     return cov[:n_slopes, :n_slopes], dofs
 
 

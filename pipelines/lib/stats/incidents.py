@@ -35,6 +35,9 @@ EVENT_WINDOW = 12
 REFERENCE_MONTH = -1
 # pre-period bins of the pre-trend test (relative months), each compared with month -1 alone
 PRE_BINS = {"pre_far": (-np.inf, -7), "pre_near": (-6, -2)}
+# months right before the first certification (courses, exam preparation, and the spell that
+# may have prompted it) get their own indicator instead of serving as the reference
+PREPARATION_MONTHS = 3
 MIN_SWITCHERS = 20  # engineers seen both before and while certified
 MIN_COHORTS = 3  # distinct months of first certification among them
 MIN_EVENTS_EACH_SIDE = 20  # their incidents before, and while certified
@@ -42,11 +45,13 @@ MIN_EVENTS_EACH_SIDE = 20  # their incidents before, and while certified
 METHOD = (
     "Poisson regression of incidents as primary responder per engineer-month, with the months "
     "of exposure as offset, a fixed effect per engineer and per calendar month, indicators for "
-    "a certification that has lapsed and for skill level, and one indicator per cell of "
+    "a certification that has lapsed, for the 3 months before the first certification "
+    "(preparation: a bad spell that prompts certifying is not the reference) and for skill "
+    "level, and one indicator per cell of "
     "certified engineer-months (months since the first certification x skill level; small "
     "cells pooled): extended two-way fixed effects (Wooldridge), so engineer and month effects "
     "come from months not certified (never-certified engineers and the months before "
-    "certifying) and engineers who certified earlier are never the controls of those who "
+    "preparing) and engineers who certified earlier are never the controls of those who "
     "certify later. The estimate is the average of the cell ratios (in logs) weighted by "
     "certified engineer-months: the average effect over certified engineer-months, also when "
     "it grows with time since certifying or differs by level. Standard errors clustered by "
@@ -56,7 +61,7 @@ METHOD = (
 )
 ROBUSTNESS_METHOD = (
     "the same Poisson model with one indicator for all certified engineer-months (two-way "
-    "fixed effects): narrower, and the same figure when the effect is constant, but a "
+    "fixed effects) and the preparation months in the reference: narrower, and the same figure when the effect is constant, but a "
     "regression-weighted average that leans on earlier certifiers as controls when the effect "
     "builds up over the months after certifying or differs by level"
 )
@@ -100,13 +105,16 @@ def single_indicator_ratio(d: pd.DataFrame) -> tuple[float, float, float]:
 
 def cell_ratio(d: pd.DataFrame) -> tuple[tuple[float, float, float], int]:
     """Extended two-way fixed effects (``staggered.py``): one indicator per cell of certified
-    engineer-months, averaged with weights = engineer-months per cell. Returns the ratio with
-    its interval and the number of cells."""
+    engineer-months, averaged with weights = engineer-months per cell, and one for the
+    ``PREPARATION_MONTHS`` before the first certification. Returns the ratio with its
+    interval and the number of cells."""
     treated = (d["is_certified"] & (d["rel"] > 0)).to_numpy()
     labels = cells(d, treated)
     extra = cell_columns(labels, len(d), np.flatnonzero(treated))
     weights = {k: float(v.sum()) for k, v in extra.items()}
     extra["lapsed"] = d["lapsed"].to_numpy()
+    rel = d["rel"].to_numpy()
+    extra["preparing"] = (rel >= -PREPARATION_MONTHS) & (rel < 0)
     agg = aggregate(_fit(d, extra), weights)
     return agg.ratio(), agg.cells
 
