@@ -173,7 +173,8 @@ def interval_words(e: Effect, what: str) -> str:
 EFFECT_TABLE = (
     "Adjusted effect of holding an active certification, one row per metric "
     "(incident_rate_ratio, mttr_ratio, attrition_hazard_ratio), each engineer compared with "
-    "themselves; naive figures beside. Grain: one row per metric. Method: docs/statistics.md."
+    "themselves; naive and robustness figures beside. Grain: one row per metric. Method: "
+    "docs/statistics.md."
 )
 EFFECT_DESCRIPTIONS = {
     "metric": "incident_rate_ratio, mttr_ratio or attrition_hazard_ratio",
