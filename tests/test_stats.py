@@ -223,6 +223,12 @@ def test_effect_rows_have_the_mart_columns_and_plain_words(planted_run):
     assert effects["naive_method"].str.len().min() > 50
     assert (effects["naive_ci_low"] < effects["naive_estimate"]).all()
     assert (effects["naive_estimate"] < effects["naive_ci_high"]).all()
+    # the one-indicator figure beside the incident ratio, covering the planted constant effect
+    inc = effects.loc[0]
+    assert inc.robustness_ci_low <= PLANTED["incident_rate_ratio"] <= inc.robustness_ci_high
+    assert "one indicator" in inc.robustness_method and "one indicator" in inc.caveats
+    assert effects.loc[1:, "robustness_estimate"].isna().all()
+    assert effects.loc[1:, "robustness_method"].isna().all()
     assert effects.loc[:1, "caveats"].str.contains("Comparing each engineer with themselves").all()
     assert "compared with each other" in effects.loc[2, "caveats"]
     assert "Pre-trend check" in effects.loc[0, "caveats"]
