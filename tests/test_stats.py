@@ -476,7 +476,7 @@ def _staggered_panel(seed: int, people: int, months: int, ramp: int):
 
 def test_cell_ratio_matches_statsmodels_glm_with_dummies_and_the_delta_method():
     """The extended two-way fixed-effects ratio == statsmodels' Poisson GLM with a dummy per
-    engineer, month, level and cell, its cell coefficients averaged with weights = certified
+    engineer, month and cell and one for the preparation months, its cell coefficients averaged with weights = certified
     engineer-months, and the variance w'Vw from statsmodels' clustered covariance."""
     import statsmodels.api as sm
 
@@ -492,14 +492,19 @@ def test_cell_ratio_matches_statsmodels_glm_with_dummies_and_the_delta_method():
     weights = cell_dummies.sum().to_numpy() / treated.sum()
     # skill_level is constant per engineer here, so the engineer dummies carry it
     fe = pd.get_dummies(d[["person_key", "t"]].astype(str), drop_first=True)
-    design = np.column_stack([cell_dummies.to_numpy(), np.ones(len(d)), fe.to_numpy(float)])
+    rel = d["rel"].to_numpy()
+    preparing = ((rel >= -incidents.PREPARATION_MONTHS) & (rel < 0)).astype(float)
+    design = np.column_stack(
+        [cell_dummies.to_numpy(), preparing, np.ones(len(d)), fe.to_numpy(float)]
+    )
     ref = sm.GLM(d["incidents"].to_numpy(), design, family=sm.families.Poisson()).fit(
         cov_type="cluster", cov_kwds={"groups": pd.factorize(d["person_key"])[0]}, tol=1e-12
     )
     b = weights @ ref.params[:n_cells]
     assert np.log(est) == pytest.approx(b, abs=1e-6)
     # same covariance up to the small-sample factor, which differs by design
-    fit = incidents._fit(d, {**staggered.cell_columns(labels, len(d), np.flatnonzero(treated))})
+    cells = staggered.cell_columns(labels, len(d), np.flatnonzero(treated))
+    fit = incidents._fit(d, {**cells, "preparing": preparing > 0})
     v = ref.cov_params()[:n_cells, :n_cells]
     se_ref = np.sqrt(weights @ v @ weights)
     g = d["person_key"].nunique()
