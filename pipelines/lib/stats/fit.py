@@ -5,12 +5,13 @@ Engineer dummies would make a 9,000-column design at 50,000 employees; instead e
 demeaned within engineer and within month (weighted alternating projections, the method of
 fixest / pyfixest and ppmlhdfe), and the slopes are estimated on the demeaned columns
 (Frisch-Waugh-Lovell). For the Poisson model the demeaning is repeated inside each
-iteratively-reweighted step with the working weights. ``tests/test_stats_fit.py`` pins both
+iteratively-reweighted step with the working weights. ``tests/test_stats.py`` pins both
 fits, coefficients and clustered covariance, to statsmodels' GLM / OLS with explicit dummies.
 
 Inference uses few-cluster corrections: the covariance carries the factor
 G/(G-1) x (N-1)/(N-K), and intervals and Wald tests use Student-t / F with G-1 denominator
-degrees of freedom (G engineers) instead of the normal / chi-square.
+degrees of freedom (G engineers) instead of the normal / chi-square. Least squares can
+instead use CR2 with Satterthwaite degrees of freedom (``small_sample="cr2"``, ``cr2.py``).
 """
 
 from __future__ import annotations
