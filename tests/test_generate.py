@@ -689,6 +689,7 @@ def test_reference_tables_are_the_dbt_seeds():
 
     seeds = Path(__file__).resolve().parent.parent / "dbt_project" / "seeds"
     templates = pd.read_csv(seeds / "team_template_requirements.csv")
+    assert tuple(templates["role_family"].drop_duplicates()) == ref.ROLE_FAMILIES
     for cls, rows in templates.groupby("fleet_size_class"):
         assert sum(t[1] for t in ref.TEAM_TEMPLATES[cls]) == rows["headcount"].sum()
         for row in rows.itertuples():

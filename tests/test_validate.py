@@ -111,13 +111,19 @@ def test_harness_reports_coverage_per_metric():
     results = run_world("planted", [3, 4], 800, 2)
     assert len(results) == 6 and set(results["truth"]) == {0.7, 0.8, 0.6}
     summaries = summarise(results)
-    assert [s.metric for s in summaries] == list(stats.METRICS)
+    # the published metrics, then the incident ratio's robustness figure as its own row
+    robust = "incident_rate_ratio (robustness)"
+    assert [s.metric for s in summaries] == [*stats.METRICS, robust]
     for s in summaries:
-        ok = results[(results["metric"] == s.metric) & results["estimable"]]
-        inside = (ok["ci_low"] <= ok["truth"]) & (ok["truth"] <= ok["ci_high"])
+        metric, prefix = s.metric.removesuffix(" (robustness)"), ""
+        if s.metric == robust:
+            prefix = "robustness_"
+        ok = results[(results["metric"] == metric) & results["estimable"]]
+        low, high = ok[f"{prefix}ci_low"], ok[f"{prefix}ci_high"]
+        inside = (low <= ok["truth"]) & (ok["truth"] <= high)
         assert s.covered == int(inside.sum()) and s.estimable == len(ok)
     table = format_table("planted", 800, 2, summaries)
-    assert table.count("\n| ") == 4  # header and three metrics
+    assert table.count("\n| ") == 5  # header, three metrics and the robustness row
 
 
 def test_heterogeneous_effects_are_weaker_at_higher_levels_and_grow_after_certifying():

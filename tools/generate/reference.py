@@ -20,17 +20,6 @@ VENDOR_DOMAINS = ("gpu-field-services.example", "dc-partners.example")
 
 INFRA_DIVISION = "AI Infrastructure"
 
-ROLE_FAMILIES = (
-    "infrastructure_lead",
-    "infrastructure_architect",
-    "senior_engineer",
-    "operations_engineer",
-    "network_specialist",
-    "storage_specialist",
-    "performance_engineer",
-    "security_specialist",
-)
-
 
 @dataclass(frozen=True)
 class Certification:
@@ -41,6 +30,9 @@ class Certification:
 
 
 # read from the dbt seeds by use_seeds() at import (see the end of this module)
+# role families of the infrastructure division, in the order of team_template_requirements.csv
+# (the order fixes role indices and so the random draws that use them)
+ROLE_FAMILIES: tuple[str, ...] = ()
 SALARY_BANDS: dict[int, tuple[int, int]] = {}  # level -> (low, high) USD/yr
 LEVEL_NAMES: dict[int, str] = {}
 TEAM_TEMPLATES: dict[str, tuple[tuple[str, int, int, int], ...]] = {}  # (role, n, lo, hi)
@@ -381,12 +373,13 @@ def _int(value: str) -> int | None:
 
 
 def load_seeds(seeds_dir: Path = SEEDS_DIR) -> dict:
-    """Salary bands, level names, team templates, required certifications, fleet size classes
-    and certifications from the seed CSV files in ``seeds_dir``."""
+    """Salary bands, level names, role families, team templates, required certifications,
+    fleet size classes and certifications from the seed CSV files in ``seeds_dir``."""
     levels = _rows(seeds_dir, "skill_levels.csv")
     templates: dict[str, list] = {}
     required: dict[str, dict[str, tuple[str, ...]]] = {}
-    for r in _rows(seeds_dir, "team_template_requirements.csv"):
+    template_rows = _rows(seeds_dir, "team_template_requirements.csv")
+    for r in template_rows:
         cls, role = r["fleet_size_class"], r["role_family"]
         codes = tuple(c.strip() for c in r["required_certification_codes"].split(";") if c.strip())
         required.setdefault(cls, {})[role] = codes
@@ -414,6 +407,7 @@ def load_seeds(seeds_dir: Path = SEEDS_DIR) -> dict:
         },
         "LEVEL_NAMES": {int(r["skill_level"]): r["name"] for r in levels},
         "TEAM_TEMPLATES": {k: tuple(v) for k, v in templates.items()},
+        "ROLE_FAMILIES": tuple(dict.fromkeys(r["role_family"] for r in template_rows)),
         "REQUIRED_CERTS": required,
         "FLEET_SIZE_CLASSES": tuple(sorted(classes, key=lambda c: c[1])),
         "CERTIFICATIONS": certs,

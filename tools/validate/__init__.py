@@ -93,9 +93,28 @@ class Summary:
     pretrend_tested: int
 
 
+ROBUSTNESS_SUFFIX = " (robustness)"
+
+
+def with_robustness(results: pd.DataFrame) -> pd.DataFrame:
+    """The published rows plus, where a metric has a robustness figure (``robustness_*``),
+    a row "<metric> (robustness)" holding it, so the second design is measured alike."""
+    if "robustness_estimate" not in results:
+        return results
+    r = results[results["robustness_estimate"].notna()].copy()
+    for c in ("estimate", "ci_low", "ci_high"):
+        r[c] = r[f"robustness_{c}"]
+    r["metric"] = r["metric"] + ROBUSTNESS_SUFFIX
+    excludes_one = (r["ci_high"] < 1) | (r["ci_low"] > 1)
+    r["finding"] = r["estimable"] & ~r["pretrend_rejected"].astype(bool) & excludes_one
+    return pd.concat([results, r], ignore_index=True)
+
+
 def summarise(results: pd.DataFrame) -> list[Summary]:
     out = []
-    for metric in stats.METRICS:
+    results = with_robustness(results)
+    names = [*stats.METRICS, *(m + ROBUSTNESS_SUFFIX for m in stats.METRICS)]
+    for metric in [m for m in names if (results["metric"] == m).any()]:
         r = results[results["metric"] == metric]
         ok = r[r["estimable"]]
         covered = int(((ok["ci_low"] <= ok["truth"]) & (ok["truth"] <= ok["ci_high"])).sum())

@@ -6,8 +6,12 @@ data cannot answer.
   engineer and calendar-month fixed effects (absorbed by demeaning, ``fit.py``), so stable
   differences between engineers who certify and those who do not (incident-proneness the HRIS
   does not record) cannot pose as an effect. Lapsed certifications are their own group.
-  Standard errors are clustered by engineer with few-cluster corrections (CR1 factor,
-  Student-t / F with G-1 degrees of freedom).
+  Incidents: one indicator per cell of certified engineer-months (months since certifying x
+  level), averaged with engineer-month weights (extended two-way fixed effects,
+  ``staggered.py``), and the 3 preparation months out of the reference; the one-indicator
+  figure is published beside it. Standard errors are clustered by engineer: CR1 factor and
+  Student-t / F with G-1 degrees of freedom for incidents, CR2 with Satterthwaite degrees of
+  freedom for MTTR (``cr2.py``).
 * A pre-trend test (incident rates in months -12..-7 and -6..-2 vs month -1) guards against
   people certifying after a bad spell; when it rejects, the effect is not a finding.
 * Voluntary exit (``attrition.py``) is a Cox model with certification as a time-varying

@@ -5,12 +5,13 @@ Engineer dummies would make a 9,000-column design at 50,000 employees; instead e
 demeaned within engineer and within month (weighted alternating projections, the method of
 fixest / pyfixest and ppmlhdfe), and the slopes are estimated on the demeaned columns
 (Frisch-Waugh-Lovell). For the Poisson model the demeaning is repeated inside each
-iteratively-reweighted step with the working weights. ``tests/test_stats_fit.py`` pins both
+iteratively-reweighted step with the working weights. ``tests/test_stats.py`` pins both
 fits, coefficients and clustered covariance, to statsmodels' GLM / OLS with explicit dummies.
 
 Inference uses few-cluster corrections: the covariance carries the factor
 G/(G-1) x (N-1)/(N-K), and intervals and Wald tests use Student-t / F with G-1 denominator
-degrees of freedom (G engineers) instead of the normal / chi-square.
+degrees of freedom (G engineers) instead of the normal / chi-square. Least squares can
+instead use CR2 with Satterthwaite degrees of freedom (``small_sample="cr2"``, ``cr2.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+
+from pipelines.lib.stats import cr2
 
 CONFIDENCE = 0.95
 
@@ -76,19 +79,25 @@ class Fit:
     n_clusters: int
     factor: float = 1.0  # small-sample factor already applied to ``cov``
     notes: list[str] = field(default_factory=list)
+    # per-coefficient degrees of freedom (CR2 with Satterthwaite); None: G-1 for all
+    dofs: tuple[float, ...] | None = None
 
     @property
     def dof(self) -> int:
         return max(self.n_clusters - 1, 1)
+
+    def dof_of(self, name: str) -> float:
+        return self.dofs[self.names.index(name)] if self.dofs is not None else self.dof
 
     def se(self, name: str) -> float:
         i = self.names.index(name)
         return float(np.sqrt(self.cov[i, i]))
 
     def ratio(self, name: str) -> tuple[float, float, float]:
-        """exp(coefficient) with its interval from Student-t with G-1 degrees of freedom."""
+        """exp(coefficient) with its interval from Student-t with G-1 degrees of freedom (or
+        the coefficient's Satterthwaite degrees of freedom under CR2)."""
         b = float(self.params[self.names.index(name)])
-        q = sps.t.ppf(0.5 + CONFIDENCE / 2, self.dof)
+        q = sps.t.ppf(0.5 + CONFIDENCE / 2, self.dof_of(name))
         se = self.se(name)
         return float(np.exp(b)), float(np.exp(b - q * se)), float(np.exp(b + q * se))
 
@@ -213,8 +222,11 @@ def independent_columns(x, names: list[str], codes, n_slopes: int, required: int
     return x[:, keep], [names[j] for j in keep], sum(1 for j in keep if j < n_slopes)
 
 
-def fe_ols(y, x, codes, groups, names) -> Fit:
-    """Least squares of y on x with the factors in ``codes`` absorbed; clustered by ``groups``."""
+def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
+    """Least squares of y on x with the factors in ``codes`` absorbed; clustered by ``groups``.
+
+    ``small_sample="cr2"``: bias-reduced covariance with Satterthwaite degrees of freedom
+    (``cr2.py``) where its cost is acceptable, else CR1 with a note saying so."""
     y = np.asarray(y, dtype=float)
     x, names = drop_absorbed(np.asarray(x, dtype=float), list(names), codes)
     n_slopes = len(names)
@@ -226,7 +238,14 @@ def fe_ols(y, x, codes, groups, names) -> Fit:
     bread = _bread(xd, w)
     beta = bread @ (xd.T @ yd)
     cov, factor, g = _clustered(xd, yd - xd @ beta, bread, groups, _nested_fe(codes, groups))
-    return Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
+    fit = Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
+    if small_sample != "cr2":
+        return fit
+    if not cr2.feasible(groups):
+        fit.notes.append("CR1 instead of CR2: clusters too large for CR2's adjustment")
+        return fit
+    cov2, dofs = cr2.cr2(xd, yd - xd @ beta, bread, groups, codes[0], n_slopes)
+    return Fit(fit.names, fit.params, cov2, g, 1.0, dofs=tuple(float(v) for v in dofs))
 
 
 def _deviance(y: np.ndarray, mu: np.ndarray) -> float:

@@ -23,8 +23,8 @@ METHOD = (
     "certification, for severity and for skill level. exp(coefficient) is the ratio of "
     "geometric mean resolve times, certified / the same responder before certifying. Each "
     "incident has one primary responder, so clustering by responder also keeps an incident's "
-    "rows together; small-sample factor G/(G-1)(N-1)/(N-K), Student-t with G-1 degrees of "
-    "freedom."
+    "rows together; bias-reduced cluster-robust covariance (CR2, Bell-McCaffrey) with "
+    "Satterthwaite degrees of freedom for the Student-t interval."
 )
 COMPARISON = (
     "incidents of the same responders while certified vs before they certified, of the same "
@@ -77,6 +77,7 @@ def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray]):
         factor_codes(d["person_key"], d["t"]),
         d["person_key"].to_numpy(),
         [*extra, *sev_names, *level_names],
+        small_sample="cr2",
     )
 
 
@@ -150,6 +151,7 @@ def mttr_ratio(inc: pd.DataFrame, left_out: int, min_group_size: int) -> Effect:
     except FitError as exc:
         return e.not_estimable(f"the model could not be fitted: {exc}")
     e.estimate, e.ci_low, e.ci_high = fit.ratio("certified")
+    e.caveats.extend(fit.notes)
     e.pretrend_p, text = _pretrend(d)
     e.caveats[:0] = [
         interval_words(e, "Incidents of certified responders take")

@@ -24,6 +24,10 @@ EFFECT_COLUMNS = (
     "naive_ci_low",
     "naive_ci_high",
     "naive_method",
+    "robustness_estimate",
+    "robustness_ci_low",
+    "robustness_ci_high",
+    "robustness_method",
     "n_engineers",
     "n_events",
     "n_cohorts",
@@ -58,6 +62,8 @@ class Effect:
     not_estimable_reason: str | None = None
     data_needed: str | None = None
     naive: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    robustness: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    robustness_method: str | None = None
     pretrend_p: float = math.nan
     n_engineers: int = 0
     n_events: int = 0
@@ -102,6 +108,10 @@ class Effect:
             "naive_ci_low": self.naive[1],
             "naive_ci_high": self.naive[2],
             "naive_method": self.naive_method,
+            "robustness_estimate": self.robustness[0] if est else math.nan,
+            "robustness_ci_low": self.robustness[1] if est else math.nan,
+            "robustness_ci_high": self.robustness[2] if est else math.nan,
+            "robustness_method": self.robustness_method,
             "n_engineers": int(self.n_engineers),
             "n_events": int(self.n_events),
             "n_cohorts": int(self.n_cohorts),
@@ -117,7 +127,9 @@ def effects_frame(effects: list[Effect]) -> pd.DataFrame:
     df = pd.DataFrame([e.row() for e in effects], columns=list(EFFECT_COLUMNS))
     for c in ("estimate", "ci_low", "ci_high", "pretrend_p", "naive_estimate"):
         df[c] = df[c].astype("float64")
-    for c in ("naive_ci_low", "naive_ci_high"):
+    for c in ("naive_ci_low", "naive_ci_high", "robustness_estimate", "robustness_ci_low"):
+        df[c] = df[c].astype("float64")
+    for c in ("robustness_ci_high",):
         df[c] = df[c].astype("float64")
     for c in ("estimable", "finding", "pretrend_rejected"):
         df[c] = df[c].astype(bool)
@@ -125,7 +137,7 @@ def effects_frame(effects: list[Effect]) -> pd.DataFrame:
         df[c] = df[c].astype("int64")
     for c in ("metric", "not_estimable_reason", "data_needed", "naive_method", "method"):
         df[c] = df[c].astype("string")  # typed VARCHAR even when every value is NULL
-    for c in ("comparison", "caveats"):
+    for c in ("comparison", "caveats", "robustness_method"):
         df[c] = df[c].astype("string")
     for c in ("window_start", "window_end"):
         df[c] = pd.to_datetime(df[c]).dt.date
@@ -161,7 +173,8 @@ def interval_words(e: Effect, what: str) -> str:
 EFFECT_TABLE = (
     "Adjusted effect of holding an active certification, one row per metric "
     "(incident_rate_ratio, mttr_ratio, attrition_hazard_ratio), each engineer compared with "
-    "themselves; naive figures beside. Grain: one row per metric. Method: docs/statistics.md."
+    "themselves; naive and robustness figures beside. Grain: one row per metric. Method: "
+    "docs/statistics.md."
 )
 EFFECT_DESCRIPTIONS = {
     "metric": "incident_rate_ratio, mttr_ratio or attrition_hazard_ratio",
@@ -179,6 +192,11 @@ EFFECT_DESCRIPTIONS = {
     "naive_ci_low": "lower end of the naive figure's 95 % interval",
     "naive_ci_high": "upper end of the naive figure's 95 % interval",
     "naive_method": "how the naive figure is computed",
+    "robustness_estimate": "the same comparison by a second design (see robustness_method); "
+    "NULL where there is none or the metric is not estimable",
+    "robustness_ci_low": "lower end of the robustness figure's 95 % interval",
+    "robustness_ci_high": "upper end of the robustness figure's 95 % interval",
+    "robustness_method": "the second design and when it differs from the headline estimate",
     "n_engineers": "engineers in the estimate",
     "n_events": "incidents, resolved incidents or voluntary exits in the estimate",
     "n_cohorts": "distinct months in which engineers first certified",
