@@ -358,7 +358,7 @@ def test_attrition_matches_raw_counts_every_month(built):
     for m, *counts, rate in rows:
         start, hires, seps, end = expected_attrition(m)
         assert tuple(counts) == (start, hires, seps, end), m
-        assert rate == pytest.approx(100 * seps / ((start + end) / 2)), m
+        assert rate == pytest.approx(seps / ((start + end) / 2)), m
 
 
 def test_rehire_counts_one_separation_and_one_hire(built):
@@ -389,8 +389,8 @@ def test_coverage_for_a_month_matches_raw(built):
         and (c["expires_on"] is None or c["expires_on"] >= D("2023-06-30"))
     }
     row = built.execute(
-        "select headcount, certified_headcount, coverage_share from marts.certification_coverage "
-        "where month = date '2023-06-01' and segment_type = 'all'"
+        "select headcount, any_cert_headcount, any_cert_share from marts.certification_coverage "
+        "where month_end = date '2023-06-30' and segment_type = 'all'"
     ).fetchone()
     expected_certified = len(certified & set(employed))
     assert row[0] == len(employed) == 6

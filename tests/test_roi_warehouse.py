@@ -55,13 +55,13 @@ def _marts() -> dict[str, pl.LazyFrame]:
         "training_spend": _training_spend(),
         "contractor_costs": pl.LazyFrame(
             {
-                "month": [date(2024, m, 1) for m in range(1, 7)],
+                "period_start": [date(2024, m, 1) for m in range(1, 7)],
                 "hours": [100.0, 100.0, 100.0, 60.0, 40.0, 120.0],
             }
         ),
         "fleet_size": pl.LazyFrame(
             {
-                "month": [date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1), date(2024, 6, 1)],
+                "month_end": [date(2024, 1, 31), date(2024, 2, 29), date(2024, 6, 30), date(2024, 6, 30)],
                 "cluster": ["a", "a", "a", "b"],
                 "gpu_count": [120, 120, 200, 40],
             }
@@ -75,10 +75,10 @@ def _marts() -> dict[str, pl.LazyFrame]:
         ),
         "certification_coverage": pl.LazyFrame(
             {
-                "month": [date(2024, 1, 1), date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1)],
+                "month_end": [date(2024, 1, 31), date(2024, 1, 31), date(2024, 2, 29), date(2024, 6, 30)],
                 "segment_type": ["all", "team", "all", "all"],
                 "segment_value": ["all", "a", "all", "all"],
-                "coverage_share": [0.5, 0.9, 1.0, 0.25],
+                "any_cert_share": [0.5, 0.9, 1.0, 0.25],
             }
         ),
         "attrition": pl.LazyFrame(

@@ -85,14 +85,14 @@ def test_coverage_from_credly_badges(marts):
     rows = dict(
         (m, (h, c))
         for m, h, c in marts.execute(
-            "SELECT month, headcount, certified_headcount FROM marts.certification_coverage "
-            "WHERE segment_type = 'all' AND month IN ('2024-01-01', '2024-06-01')"
+            "SELECT month_end, headcount, any_cert_headcount FROM marts.certification_coverage "
+            "WHERE segment_type = 'all' AND month_end IN ('2024-01-31', '2024-06-30')"
         ).fetchall()
     )
     # January: Liskov, Lovelace, Hopper, Turing, Dijkstra, Johnson employed; Lovelace and
     # Turing hold active badges (Hopper's was revoked and quarantined).
     # June: Hopper and Dijkstra gone; Liskov (June 3), Lovelace, Turing, Johnson (CKA) certified.
-    assert rows == {date(2024, 1, 1): (6, 2), date(2024, 6, 1): (4, 4)}
+    assert rows == {date(2024, 1, 31): (6, 2), date(2024, 6, 30): (4, 4)}
 
 
 def test_downtime_falls_back_to_opened_to_resolved(marts):

@@ -129,8 +129,8 @@ rates as (
     select
         *,
         (headcount_start + headcount_end) / 2.0 as average_headcount,
-        100.0 * separations / nullif((headcount_start + headcount_end) / 2.0, 0) as turnover_rate,
-        100.0 * voluntary_separations / nullif((headcount_start + headcount_end) / 2.0, 0) as voluntary_turnover_rate,
+        separations / nullif((headcount_start + headcount_end) / 2.0, 0) as turnover_rate,
+        voluntary_separations / nullif((headcount_start + headcount_end) / 2.0, 0) as voluntary_turnover_rate,
     from counts
 ),
 
@@ -162,7 +162,7 @@ final as (
         case
             when period_type = 'month' and segment_type = 'all' and count(*) over w12 = 12
                 then
-                    100.0 * (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
+                    (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
         end as rolling_12m_retention,
         greatest(headcount_start, headcount_end) >= {{ min_group_size() }} as group_size_ok,
     from rates

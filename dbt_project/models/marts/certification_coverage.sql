@@ -1,4 +1,4 @@
--- Certification coverage per month and segment, measured at month end.
+-- Certification coverage per month and segment: the state on the month's last day (month_end).
 with panel as (
     select * from {{ ref('int_engineer_months') }}
     where active_at_month_end
@@ -90,17 +90,17 @@ segmented as (
 
 final as (
     select
-        -- grain
-        month,
+        -- grain: the state on the month's last day
+        last_day(month)::date as month_end,
         segment_type,
         coalesce(segment_value, 'unknown') as segment_value,
         -- counts
         count(*) as headcount,
-        count(*) filter (where is_certified) as certified_headcount,
-        count(*) filter (where fully_compliant) as fully_compliant_headcount,
-        -- shares
-        count(*) filter (where is_certified) / count(*) as coverage_share,
-        count(*) filter (where fully_compliant) / count(*) as compliance_share,
+        count(*) filter (where is_certified) as any_cert_headcount,
+        count(*) filter (where fully_compliant) as required_cert_compliant_headcount,
+        -- shares (0-1)
+        count(*) filter (where is_certified) / count(*) as any_cert_share,
+        count(*) filter (where fully_compliant) / count(*) as required_cert_compliance_share,
         sum(expiring_next_90d)::bigint as expiring_next_90d,
         median(months_to_first_cert) as median_months_to_first_cert,
         sum(exam_attempts)::bigint as exam_attempts,

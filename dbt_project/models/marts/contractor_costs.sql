@@ -1,11 +1,11 @@
--- Contractor hours and cost per month (all engagements).
+-- Contractor hours and cost per calendar month (a flow: period_start is the month's first day).
 with hours as (
     select * from {{ ref('stg_hris__contractor_hours') }}
 ),
 
 final as (
     select
-        month,
+        month as period_start,
         sum(hours) as hours,
         sum(cost_usd) as cost_usd,
         sum(cost_usd) / nullif(sum(hours), 0) as average_rate_usd,

@@ -7,7 +7,7 @@ with panel as (
 
 final as (
     select
-        month,
+        last_day(month)::date as month_end,
         coalesce(role_family, 'unknown') as role_family,
         skill_level,
         count(*) as headcount,

@@ -63,7 +63,7 @@ grid as (
 
 final as (
     select
-        g.month,
+        last_day(g.month)::date as month_end,
         g.team,
         coalesce(g.role_family, 'unknown') as role_family,
         f.fleet_size_class,
@@ -76,7 +76,7 @@ final as (
         -- (RF02: sqlfluff reads the lambda parameters l and c as unqualified columns)
         coalesce(len(list_filter(a.levels, lambda l: l between t.level_min and t.level_max)), 0) as headcount_in_level_band,  -- noqa: RF02
         t.required_certification_codes,
-        coalesce(len(list_filter(a.code_lists, lambda c: list_has_all(c, coalesce(t.required_codes, []::varchar[])))), 0) as fully_compliant_headcount,  -- noqa: RF02
+        coalesce(len(list_filter(a.code_lists, lambda c: list_has_all(c, coalesce(t.required_codes, []::varchar[])))), 0) as required_cert_compliant_headcount,  -- noqa: RF02
         coalesce(a.headcount, 0) >= {{ min_group_size() }} as group_size_ok,
     from grid as g
     left join actual as a

@@ -68,11 +68,15 @@ def load_marts(published_db: Path) -> Marts:
         for name, schema in where.items():
             tables[name] = con.execute(f'select * from "{schema}"."{name}"').df()
     for df in tables.values():
-        for col in ("month", "period_start", "quarter"):
+        for col in ("month_end", "period_start", "quarter"):
             if col in df.columns and df[col].dtype != object:
                 df[col] = pd.to_datetime(df[col]).dt.date
             elif col in df.columns:
                 df[col] = df[col].map(_as_date)
+        if "month_end" in df.columns:
+            # Month-end snapshots are keyed by their month's first day inside the report, the way
+            # Quarter.months and Quarter.last_month name months.
+            df["month"] = df["month_end"].map(lambda d: d.replace(day=1) if isinstance(d, date) else d)
     return Marts(tables=tables, source=published_db)
 
 

@@ -53,11 +53,11 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
         "discount_usd",
         "training_hours",
     ),
-    "contractor_costs": ("month", "hours"),
-    "fleet_size": ("month", "cluster", "gpu_count"),
+    "contractor_costs": ("period_start", "hours"),
+    "fleet_size": ("month_end", "cluster", "gpu_count"),
     "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
     "certification_effect": ("metric", "estimate", "ci_low", "ci_high"),
-    "certification_coverage": ("month", "segment_type", "coverage_share"),
+    "certification_coverage": ("month_end", "segment_type", "any_cert_share"),
     "attrition": (
         "period_type",
         "period_start",
@@ -142,7 +142,7 @@ def contractor_drivers(contractor_costs: pl.LazyFrame, baseline_months: int) -> 
     before in-house engineers took over)."""
     n = max(1, int(baseline_months))
     monthly = (
-        contractor_costs.group_by(pl.col("month").cast(pl.Date))
+        contractor_costs.group_by(month=pl.col("period_start").cast(pl.Date))
         .agg(hours=_f("hours").sum())
         .sort("month")
     )
@@ -160,11 +160,11 @@ def fleet_drivers(fleet_size: pl.LazyFrame, coverage: pl.LazyFrame) -> pl.LazyFr
     uncertified, so missing data never inflates the return."""
     share = (
         coverage.filter(pl.col("segment_type") == "all")
-        .group_by(pl.col("month").cast(pl.Date))
-        .agg(share=_f("coverage_share").mean())
+        .group_by(month=pl.col("month_end").cast(pl.Date).dt.month_start())
+        .agg(share=_f("any_cert_share").mean())
     )
     monthly = (
-        fleet_size.group_by(pl.col("month").cast(pl.Date))
+        fleet_size.group_by(month=pl.col("month_end").cast(pl.Date).dt.month_start())
         .agg(gpus=_f("gpu_count").sum())
         .join(share, on="month", how="left")
     )

@@ -101,7 +101,7 @@ def role_plans(cur: pd.DataFrame, basis: CostBasis | None) -> list[RolePlan]:
             if n:
                 s = _salary(basis, r["level_min"], r["level_max"])
                 hire_cost = None if s is None or hire_cost is None else hire_cost + n * s
-        to_train = float((part["headcount"] - part["fully_compliant_headcount"]).sum())
+        to_train = float((part["headcount"] - part["required_cert_compliant_headcount"]).sum())
         per = basis.training_per_engineer if basis else None
         out.append(
             RolePlan(

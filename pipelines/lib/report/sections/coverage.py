@@ -52,10 +52,10 @@ def _snapshot(allrows: pd.DataFrame, month) -> Snapshot | None:
     r = allrows.loc[month]
     return Snapshot(
         headcount=float(r["headcount"]),
-        certified=float(r["certified_headcount"]),
-        compliant=float(r["fully_compliant_headcount"]),
-        coverage=fraction(r["coverage_share"]),
-        compliance=fraction(r["compliance_share"]),
+        certified=float(r["any_cert_headcount"]),
+        compliant=float(r["required_cert_compliant_headcount"]),
+        coverage=fraction(r["any_cert_share"]),
+        compliance=fraction(r["required_cert_compliance_share"]),
         expiring_90d=float(r["expiring_next_90d"]),
     )
 
@@ -64,10 +64,10 @@ def _trend(allrows: pd.DataFrame, q: Quarter, target: float) -> str:
     months = [m for m in months_up_to(q) if m in allrows.index]
     series = {
         "holds ≥1 active certification": [
-            fraction(allrows.loc[m, "coverage_share"]) for m in months
+            fraction(allrows.loc[m, "any_cert_share"]) for m in months
         ],
         "meets all role requirements": [
-            fraction(allrows.loc[m, "compliance_share"]) for m in months
+            fraction(allrows.loc[m, "required_cert_compliance_share"]) for m in months
         ],
     }
     return charts.line_chart(
@@ -89,13 +89,13 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: float, total: list) 
     rows, names, share = [], [], {}
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]
-        s = fraction(r.compliance_share)
+        s = fraction(r.required_cert_compliance_share)
         rows.append(
             [
                 name,
                 shown(r.headcount, h, thr),
-                shown(r.certified_headcount, h, thr),
-                shown(r.fully_compliant_headcount, h, thr),
+                shown(r.any_cert_headcount, h, thr),
+                shown(r.required_cert_compliant_headcount, h, thr),
                 mask_label(thr) if h else pct(s),
             ]
         )

@@ -39,7 +39,7 @@ def by_role(tc: pd.DataFrame) -> pd.DataFrame:
         .agg(
             headcount=("headcount", "sum"),
             template=("template_headcount", "sum"),
-            compliant=("fully_compliant_headcount", "sum"),
+            compliant=("required_cert_compliant_headcount", "sum"),
             codes=("required_certification_codes", _codes),
         )
         .reset_index()
