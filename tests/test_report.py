@@ -41,6 +41,8 @@ MONTHS = [date(2025 + (i // 12), i % 12 + 1, 1) for i in range(21)]  # Jan 2025 
 def _month_end(m: date) -> date:
     """The snapshot date of the month that starts on `m` (the marts' month_end)."""
     return (pd.Timestamp(m) + pd.offsets.MonthEnd(0)).date()
+
+
 SECTION_CHARTS = {  # section id -> charts the fixture must produce there
     "coverage": 2,  # trend, teams against target
     "gaps": 0,  # the table says it all
@@ -315,11 +317,22 @@ def _composition(teams: dict = TEAMS) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
                     )
                 )
             fleet.append(
-                dict(month_end=_month_end(m), cluster=team, site="eu", gpu_count=gpus, fleet_size_class=size)
+                dict(
+                    month_end=_month_end(m),
+                    cluster=team,
+                    site="eu",
+                    gpu_count=gpus,
+                    fleet_size_class=size,
+                )
             )
         for level, n in ((1, 3), (2, 16), (3, 15), (4, 10), (5, 2)):
             mix.append(
-                dict(month_end=_month_end(m), role_family="operations_engineer", skill_level=level, headcount=n)
+                dict(
+                    month_end=_month_end(m),
+                    role_family="operations_engineer",
+                    skill_level=level,
+                    headcount=n,
+                )
             )
     return pd.DataFrame(comp), pd.DataFrame(mix), pd.DataFrame(fleet)
 

@@ -91,7 +91,9 @@ def test_the_latest_complete_quarter_is_reported(real):
 
 def test_headline_coverage_is_the_mart_figure_for_the_quarters_last_month(real):
     cov = real["marts"]["certification_coverage"]
-    now = cov[(cov["segment_type"] == "all") & (pd_date(cov["month_end"]) == LAST_MONTH_END)].iloc[0]
+    now = cov[(cov["segment_type"] == "all") & (pd_date(cov["month_end"]) == LAST_MONTH_END)].iloc[
+        0
+    ]
     share = float(now["required_cert_compliance_share"])
     first = real["headlines"][0]
     assert first.startswith(

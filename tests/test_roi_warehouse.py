@@ -61,7 +61,12 @@ def _marts() -> dict[str, pl.LazyFrame]:
         ),
         "fleet_size": pl.LazyFrame(
             {
-                "month_end": [date(2024, 1, 31), date(2024, 2, 29), date(2024, 6, 30), date(2024, 6, 30)],
+                "month_end": [
+                    date(2024, 1, 31),
+                    date(2024, 2, 29),
+                    date(2024, 6, 30),
+                    date(2024, 6, 30),
+                ],
                 "cluster": ["a", "a", "a", "b"],
                 "gpu_count": [120, 120, 200, 40],
             }
@@ -75,7 +80,12 @@ def _marts() -> dict[str, pl.LazyFrame]:
         ),
         "certification_coverage": pl.LazyFrame(
             {
-                "month_end": [date(2024, 1, 31), date(2024, 1, 31), date(2024, 2, 29), date(2024, 6, 30)],
+                "month_end": [
+                    date(2024, 1, 31),
+                    date(2024, 1, 31),
+                    date(2024, 2, 29),
+                    date(2024, 6, 30),
+                ],
                 "segment_type": ["all", "team", "all", "all"],
                 "segment_value": ["all", "a", "all", "all"],
                 "any_cert_share": [0.5, 0.9, 1.0, 0.25],

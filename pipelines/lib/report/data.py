@@ -76,7 +76,9 @@ def load_marts(published_db: Path) -> Marts:
         if "month_end" in df.columns:
             # Month-end snapshots are keyed by their month's first day inside the report, the way
             # Quarter.months and Quarter.last_month name months.
-            df["month"] = df["month_end"].map(lambda d: d.replace(day=1) if isinstance(d, date) else d)
+            df["month"] = df["month_end"].map(
+                lambda d: d.replace(day=1) if isinstance(d, date) else d
+            )
     return Marts(tables=tables, source=published_db)
 
 
