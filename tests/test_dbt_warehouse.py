@@ -424,7 +424,8 @@ def test_incident_downtime_by_status(built):
     rows = {
         (q, s): (n, minutes)
         for q, s, n, minutes in built.execute(
-            "select quarter, certification_status, incidents, downtime_minutes from marts.incident_downtime"
+            "select quarter, certification_status, incidents, downtime_minutes "
+            "from restricted.incident_downtime"
         ).fetchall()
     }
     # Q2: I1 by E1 (certified since 10 March), I2 by E4 opened 10 May, ten days before E4's
@@ -433,6 +434,18 @@ def test_incident_downtime_by_status(built):
     assert rows[(D("2023-04-01"), "not_certified")] == (1, 120.0)
     assert rows[(D("2023-07-01"), "not_certified")] == (1, 180.0)
     assert rows[(D("2023-10-01"), "unmatched")] == (1, 240.0)
+    # published: every linked row comes from one responder and is suppressed; the unmatched
+    # incident is linked to nobody and stays
+    published = {
+        (q, st): (n, hidden, why)
+        for q, st, n, hidden, why in built.execute(
+            "select quarter, certification_status, incidents, suppressed, suppression_reason "
+            "from marts.incident_downtime"
+        ).fetchall()
+    }
+    assert published[(D("2023-04-01"), "certified")] == (None, True, "fewer than 5 people")
+    assert published[(D("2023-07-01"), "not_certified")] == (None, True, "fewer than 5 people")
+    assert published[(D("2023-10-01"), "unmatched")] == (1, False, None)
 
 
 def test_no_personal_data_in_marts(built):

@@ -2,8 +2,12 @@
 
 The report only ever sees aggregated, pseudonymised marts: person-level tables (`dim_employee`,
 `identity_match`, anything outside the list below) are never read, so no figure can name a
-person. The file is opened read-only and closed before rendering starts, because a nightly
-publish replaces the file and a held handle would block analysts' read-only opens elsewhere.
+person. The published marts suppress small groups; the report sums segments into totals and
+applies its own suppression to what it prints, so when the pipeline's build file is at hand
+its unsuppressed aggregates (schema `restricted`, same tables and columns) are read instead of
+the published copies. Files are opened read-only and closed before rendering starts, because a
+nightly publish replaces the published file and a held handle would block analysts' read-only
+opens elsewhere.
 """
 
 from __future__ import annotations
@@ -47,8 +51,11 @@ class Marts:
         return name in self.tables
 
 
-def load_marts(published_db: Path) -> Marts:
-    """Copy the report's marts into memory (they are small aggregates) and close the file."""
+def load_marts(published_db: Path, restricted_db: Path | None = None) -> Marts:
+    """Copy the report's marts into memory (they are small aggregates) and close the file.
+
+    `restricted_db` (the build file, when given and present): its `restricted.<mart>` tables
+    replace the published `marts.<mart>` of the same name."""
     published_db = Path(published_db)
     if not published_db.is_file():
         raise FileNotFoundError(
@@ -67,6 +74,14 @@ def load_marts(published_db: Path) -> Marts:
                 where[name] = schema
         for name, schema in where.items():
             tables[name] = con.execute(f'select * from "{schema}"."{name}"').df()
+    if restricted_db is not None and Path(restricted_db).is_file():
+        with db.connect(restricted_db, read_only=True) as con:
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables "
+                "where table_schema = 'restricted' and table_name in (select unnest(?))",
+                [list(REPORT_TABLES)],
+            ).fetchall():
+                tables[name] = con.execute(f'select * from restricted."{name}"').df()
     for df in tables.values():
         for col in ("month_end", "period_start", "quarter"):
             if col in df.columns and df[col].dtype != object:

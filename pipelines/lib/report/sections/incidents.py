@@ -65,7 +65,7 @@ def _event_charts(es: pd.DataFrame | None, thr: int, notes: list) -> list[str]:
     out = []
     for metric in sorted(es["metric"].unique()) if es is not None and not es.empty else []:
         m = es[es["metric"] == metric].sort_values("relative_month")
-        hidden = m["engineers"] < thr
+        hidden = ~(m["engineers"].astype("float64") >= thr)  # NULL: suppressed upstream
         if hidden.any():
             notes.append(
                 f"{nice(metric)}: {int(hidden.sum())} relative months with fewer than "
