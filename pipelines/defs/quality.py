@@ -69,8 +69,8 @@ def to_check_results(result) -> list[dg.AssetCheckResult]:
     """One `SuiteResult` as its two Dagster check results: `quality_suite` (ERROR rules,
     severity ERROR) and `quality_warnings` (WARN rules, severity WARN)."""
     meta = result.metadata()
-    errors = [f for f in meta["failing_expectations"] if f["severity"] == "ERROR"]
-    warnings = [f for f in meta["failing_expectations"] if f["severity"] != "ERROR"]
+    errors = [f for f in meta["failing_expectations"] if f["severity"] == str(Severity.ERROR)]
+    warnings = [f for f in meta["failing_expectations"] if f["severity"] != str(Severity.ERROR)]
     return [
         _check_result(result, meta, CHECK_NAME, dg.AssetCheckSeverity.ERROR, errors),
         _check_result(result, meta, WARN_CHECK_NAME, dg.AssetCheckSeverity.WARN, warnings),
