@@ -567,3 +567,31 @@ def test_published_marts_show_no_group_smaller_than_the_minimum(warehouse, tmp_p
     assert classes >= 5
     assert dim_cols == ["person_key", "role_family", "skill_level", "first_hire_year", "is_active"]
     assert "restricted" not in schemas
+
+
+def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehouse):
+    """The generated site carries the project overview and the statistics and ROI marts, with
+    the column descriptions those assets attach as DuckDB comments (one source of text)."""
+    import json
+
+    from pipelines.lib.roi.warehouse import COLUMN_COMMENTS
+    from pipelines.lib.stats import result
+
+    wh, _ = warehouse
+    manifest = json.loads((wh / "docs" / "manifest.json").read_text())
+    overview = manifest["docs"]["doc.talent_metrics.__overview__"]["block_contents"]
+    for phrase in ("## Flow", "## Grain of each mart", "## Privacy rules", "restricted"):
+        assert phrase in overview, phrase
+    sources = {
+        s["name"]: s for s in manifest["sources"].values() if s["source_name"] == "python_marts"
+    }
+    assert set(sources) == {"certification_effect", "certification_event_study"} | set(
+        COLUMN_COMMENTS
+    )
+    effect = sources["certification_effect"]
+    assert effect["description"] == result.EFFECT_TABLE
+    assert {c: v["description"] for c, v in effect["columns"].items()} == (
+        result.EFFECT_DESCRIPTIONS
+    )
+    roi = sources["roi_by_period"]["columns"]
+    assert {c: v["description"] for c, v in roi.items()} == COLUMN_COMMENTS["roi_by_period"]
