@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, fraction, month_label, num, pct, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
@@ -85,7 +85,11 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: float, total: list) 
     teams = cov[(cov["segment_type"] == "team") & (cov["month"] == q.last_month)].sort_values(
         "segment_value"
     )
-    mask = suppression_mask(dict(zip(teams["segment_value"], teams["headcount"], strict=True)), thr)
+    mask = suppression_mask(
+        dict(zip(teams["segment_value"], teams["headcount"], strict=True)),
+        thr,
+        also_hidden=hidden_in_marts(teams, "segment_value"),
+    )
     rows, names, share = [], [], {}
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]
