@@ -8,7 +8,7 @@ with detail as (
         *,
         last_day(period_start + case period_type when 'quarter' then interval 2 month else interval 0 month end)::date
             as period_end,
-        date_trunc('quarter', period_start)::date as quarter_line,
+        date_trunc('quarter', period_start)::date as quarter_and_its_months,
     from {{ ref('restricted_attrition') }}
 ),
 
@@ -57,7 +57,7 @@ suppressed as (
             'headcount_end', 'average_headcount', 'turnover_rate', 'voluntary_turnover_rate',
             'annualized_turnover_rate', 'trailing_12m_turnover_rate', 'rolling_12m_retention',
         ],
-        lines=['period_type, period_start, segment_type', 'segment_type, segment_value, quarter_line'],
+        lines=['period_type, period_start, segment_type', 'segment_type, segment_value, quarter_and_its_months'],
         order_by='period_type, period_start, segment_type, segment_value',
     ) }}
 ),

@@ -22,7 +22,7 @@ lined as (
             when d.segment_type = 'team' then 'site:' || coalesce(t.site, 'unknown')
             when d.segment_type = 'site' then 'site:' || d.segment_value
             else d.segment_type || ':' || d.segment_value
-        end as site_line,
+        end as site_and_its_teams,
     from detail as d
     left join team_sites as t
         on
@@ -40,7 +40,7 @@ suppressed as (
             'required_cert_compliance_share', 'expiring_next_90d', 'median_months_to_first_cert',
             'exam_attempts', 'exam_passes', 'exam_pass_rate',
         ],
-        lines=['month_end, segment_type', 'month_end, site_line'],
+        lines=['month_end, segment_type', 'month_end, site_and_its_teams'],
         order_by='segment_type, segment_value',
     ) }}
 ),

@@ -5,7 +5,7 @@
 with detail as (
     select
         *,
-        case when breakdown = 'event_time' then row_key else certification_status end as status_line,
+        case when breakdown = 'event_time' then row_key else certification_status end as status_across_quarters,
     from {{ ref('restricted_incident_rates') }}
 ),
 
@@ -17,7 +17,7 @@ suppressed as (
             'engineers', 'engineer_months', 'incidents', 'incidents_per_100_engineer_months',
             'mttr_median_minutes', 'mttr_mean_minutes', 'resolved_incidents',
         ],
-        lines=['breakdown, quarter, relative_month', 'status_line'],
+        lines=['breakdown, quarter, relative_month', 'status_across_quarters'],
         order_by='breakdown, quarter, certification_status, relative_month',
     ) }}
 ),
