@@ -4,6 +4,7 @@ marts against figures computed independently, in plain Python, from the raw rows
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -108,6 +109,8 @@ CERTS = [
     cert("A5", "e5@corp.example", "NCA-AIIO", "2023-08-03"),
     # unmatched learner
     cert("A6", "stranger@elsewhere.example", "CKA", "2023-04-03"),
+    # E7: the one award expiring in the quarter after the as-of date (2024-Q3)
+    cert("A7", "e7@corp.example", "CKA", "2024-02-12", expires="2024-08-31"),
 ]
 SUPERSEDED_CERT = [cert("A9", "e7@corp.example", "CKA", "2023-04-01")]  # must be ignored
 INCIDENTS = [
@@ -358,7 +361,7 @@ def test_attrition_matches_raw_counts_every_month(built):
     for m, *counts, rate in rows:
         start, hires, seps, end = expected_attrition(m)
         assert tuple(counts) == (start, hires, seps, end), m
-        assert rate == pytest.approx(100 * seps / ((start + end) / 2)), m
+        assert rate == pytest.approx(seps / ((start + end) / 2)), m
 
 
 def test_rehire_counts_one_separation_and_one_hire(built):
@@ -389,8 +392,8 @@ def test_coverage_for_a_month_matches_raw(built):
         and (c["expires_on"] is None or c["expires_on"] >= D("2023-06-30"))
     }
     row = built.execute(
-        "select headcount, certified_headcount, coverage_share from marts.certification_coverage "
-        "where month = date '2023-06-01' and segment_type = 'all'"
+        "select headcount, any_cert_headcount, any_cert_share from marts.certification_coverage "
+        "where month_end = date '2023-06-30' and segment_type = 'all'"
     ).fetchone()
     expected_certified = len(certified & set(employed))
     assert row[0] == len(employed) == 6
@@ -416,7 +419,7 @@ def test_identity_match_counts_unmatched(built):
     rows = dict(
         built.execute("select source, (records, matched) from marts.identity_match").fetchall()
     )
-    assert rows["lms_certifications"] == (6, 5)  # superseded file ignored
+    assert rows["lms_certifications"] == (7, 6)  # superseded file ignored
     assert rows["incident_responders"] == (5, 4)
 
 
@@ -424,7 +427,8 @@ def test_incident_downtime_by_status(built):
     rows = {
         (q, s): (n, minutes)
         for q, s, n, minutes in built.execute(
-            "select quarter, certification_status, incidents, downtime_minutes from marts.incident_downtime"
+            "select quarter, certification_status, incidents, downtime_minutes "
+            "from restricted.incident_downtime"
         ).fetchall()
     }
     # Q2: I1 by E1 (certified since 10 March), I2 by E4 opened 10 May, ten days before E4's
@@ -433,6 +437,18 @@ def test_incident_downtime_by_status(built):
     assert rows[(D("2023-04-01"), "not_certified")] == (1, 120.0)
     assert rows[(D("2023-07-01"), "not_certified")] == (1, 180.0)
     assert rows[(D("2023-10-01"), "unmatched")] == (1, 240.0)
+    # published: every linked row comes from one responder and is suppressed; the unmatched
+    # incident is linked to nobody and stays
+    published = {
+        (q, st): (n, hidden, why)
+        for q, st, n, hidden, why in built.execute(
+            "select quarter, certification_status, incidents, suppressed, suppression_reason "
+            "from marts.incident_downtime"
+        ).fetchall()
+    }
+    assert published[(D("2023-04-01"), "certified")] == (None, True, "fewer than 5 people")
+    assert published[(D("2023-07-01"), "not_certified")] == (None, True, "fewer than 5 people")
+    assert published[(D("2023-10-01"), "unmatched")] == (1, False, None)
 
 
 def test_no_personal_data_in_marts(built):
@@ -463,3 +479,121 @@ def test_no_personal_data_in_marts(built):
             ).fetchall()
             leaked = {v for (v,) in values if v is not None} & personal
             assert not leaked, f"marts.{table}.{col} holds personal values {sorted(leaked)[:3]}"
+
+
+def _published(warehouse, tmp_path) -> Path:
+    """The analyst-facing file publishing makes of this build (publishing only reads it)."""
+    from pipelines.lib.publish import publish
+
+    wh, _ = warehouse
+    published = tmp_path / "talent.duckdb"
+    publish(wh / "build" / "talent.duckdb", published, min_group_size=5)
+    return published
+
+
+def readme_query(heading: str) -> str:
+    """The first ```sql block under `heading` in README.md, as analysts would paste it."""
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1]
+    return section.split("```sql", 1)[1].split("```", 1)[0]
+
+
+def test_readme_query_lists_the_certifications_expiring_next_quarter(warehouse, tmp_path):
+    # as of 2024-06-30 the next quarter is 2024-Q3; of the planted awards only A7 (E7, CKA,
+    # expires 31 August 2024) ends in it (E1's renewal runs to 2026, E4's lapsed in 2023)
+    expected = [
+        (c["certification_code"], c["expires_on"])
+        for c in CERTS
+        if c["expires_on"] and D("2024-07-01") <= c["expires_on"] <= D("2024-09-30")
+    ]
+    assert expected == [("CKA", D("2024-08-31"))]
+    query = readme_query("### Which certifications expire next quarter?")
+    with duckdb.connect(str(_published(warehouse, tmp_path)), read_only=True) as con:
+        rows = con.execute(query).fetchall()
+    assert rows == [("CKA", 1, D("2024-08-31"), D("2024-06-02"))]
+
+
+def test_publishing_refuses_the_build_once_suppression_is_broken(warehouse, tmp_path):
+    import shutil
+
+    from pipelines.lib.publish import PublishError, publish
+
+    wh, _ = warehouse
+    build = tmp_path / "build.duckdb"
+    shutil.copy(wh / "build" / "talent.duckdb", build)
+    publish(build, tmp_path / "ok.duckdb", min_group_size=5)  # as built: publishable
+    with duckdb.connect(str(build)) as con:
+        # undo the suppression of the teams: their restricted headcounts (1-3 people) show again
+        changed = con.execute(
+            "update marts.certification_coverage as m set headcount = r.headcount "
+            "from restricted.certification_coverage as r where m.suppressed "
+            "and r.month_end = m.month_end and r.segment_type = m.segment_type "
+            "and r.segment_value = m.segment_value and r.headcount between 1 and 4"
+        ).fetchone()[0]
+    assert changed > 0
+    with pytest.raises(PublishError, match=r"certification_coverage\.headcount: \d+ row"):
+        publish(build, tmp_path / "broken.duckdb", min_group_size=5)
+    assert not (tmp_path / "broken.duckdb").exists()
+
+
+def test_published_marts_show_no_group_smaller_than_the_minimum(warehouse, tmp_path):
+    """Every people count of every published table is NULL, 0 or at least 5; dim_employee is
+    5-anonymous over the attributes it keeps; nothing of schema restricted is published."""
+    from pipelines.lib.publish import GROUP_SIZE_COLUMNS
+
+    with duckdb.connect(str(_published(warehouse, tmp_path)), read_only=True) as con:
+        cols = con.execute(
+            "select table_name, column_name from duckdb_columns() where schema_name = 'marts' "
+            "and column_name in (select unnest(?))",
+            [list(GROUP_SIZE_COLUMNS)],
+        ).fetchall()
+        small = {
+            (t, c): con.execute(
+                f'select count(*) from marts."{t}" where "{c}" between 1 and 4'
+            ).fetchone()[0]
+            for t, c in cols
+        }
+        classes = con.execute(
+            "select min(n) from (select count(*) as n from marts.dim_employee "
+            "group by role_family, skill_level, first_hire_year, is_active)"
+        ).fetchone()[0]
+        dim_cols = [r[0] for r in con.execute("describe marts.dim_employee").fetchall()]
+        schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
+        hidden = con.execute(
+            "select count(*) from marts.certification_coverage where suppressed"
+        ).fetchone()[0]
+    assert len(cols) >= 8 and not any(small.values()), small
+    assert hidden > 0  # the fixture's teams of 1-3 people are there to be hidden
+    assert classes >= 5
+    assert dim_cols == ["person_key", "role_family", "skill_level", "first_hire_year", "is_active"]
+    assert "restricted" not in schemas
+
+
+def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehouse):
+    """The generated site carries the project overview and the statistics and ROI marts, with
+    the column descriptions those assets attach as DuckDB comments (one source of text)."""
+    import json
+
+    from pipelines.lib.roi.warehouse import COLUMN_COMMENTS
+    from pipelines.lib.stats import result
+
+    wh, _ = warehouse
+    manifest = json.loads((wh / "docs" / "manifest.json").read_text())
+    overview = manifest["docs"]["doc.talent_metrics.__overview__"]["block_contents"]
+    for phrase in ("## Flow", "## Grain of each mart", "## Privacy rules", "restricted"):
+        assert phrase in overview, phrase
+    sources = {
+        s["name"]: s for s in manifest["sources"].values() if s["source_name"] == "python_marts"
+    }
+    assert set(sources) == {
+        "certification_effect",
+        "certification_event_study",
+        "source_deliveries",
+    } | set(COLUMN_COMMENTS)
+    effect = sources["certification_effect"]
+    assert effect["description"] == result.EFFECT_TABLE
+    assert {c: v["description"] for c, v in effect["columns"].items()} == (
+        result.EFFECT_DESCRIPTIONS
+    )
+    roi = sources["roi_by_period"]["columns"]
+    assert {c: v["description"] for c, v in roi.items()} == COLUMN_COMMENTS["roi_by_period"]

@@ -49,7 +49,7 @@ def built(tmp_path_factory):
         [
             "build",
             "--select",
-            "+attrition +certification_coverage +dim_employee",
+            "+restricted_attrition +restricted_certification_coverage +dim_employee",
             "--vars",
             '{"as_of_date": "2024-06-30"}',
         ],
@@ -65,12 +65,12 @@ def built(tmp_path_factory):
 def test_without_job_history_every_employee_is_in_scope(built):
     _, con, _ = built
     month_end = con.execute(
-        "SELECT headcount FROM marts.certification_coverage "
-        "WHERE segment_type = 'all' AND month = DATE '2024-06-01'"
+        "SELECT headcount FROM restricted.certification_coverage "
+        "WHERE segment_type = 'all' AND month_end = DATE '2024-06-30'"
     ).fetchone()
     assert month_end == (9,)  # 10 hired in 2023, 2 left in March, 1 joined in May
     team = con.execute(
-        "SELECT DISTINCT segment_value FROM marts.certification_coverage "
+        "SELECT DISTINCT segment_value FROM restricted.certification_coverage "
         "WHERE segment_type = 'team'"
     ).fetchall()
     assert team == [("unknown",)]
@@ -80,7 +80,7 @@ def test_attrition_counts_the_leavers_without_job_history(built):
     _, con, _ = built
     march = con.execute(
         "SELECT headcount_start, separations, voluntary_separations, headcount_end "
-        "FROM marts.attrition WHERE period_type = 'month' AND segment_type = 'all' "
+        "FROM restricted.attrition WHERE period_type = 'month' AND segment_type = 'all' "
         "AND period_start = DATE '2024-03-01'"
     ).fetchone()
     assert march == (10, 2, 1, 8)
@@ -89,8 +89,8 @@ def test_attrition_counts_the_leavers_without_job_history(built):
 def test_role_requirements_are_unknown_not_met_when_roles_are_unknown(built):
     _, con, _ = built
     share = con.execute(
-        "SELECT compliance_share FROM marts.certification_coverage "
-        "WHERE segment_type = 'all' AND month = DATE '2024-06-01'"
+        "SELECT required_cert_compliance_share FROM restricted.certification_coverage "
+        "WHERE segment_type = 'all' AND month_end = DATE '2024-06-30'"
     ).fetchone()
     assert share == (None,)  # not 100 %: nobody's role is known, so nothing can be required
 

@@ -15,8 +15,10 @@ def _build(path: Path, rows: int, extra_sql: str = "") -> None:
     with duckdb.connect(str(path)) as con:
         con.execute("create schema if not exists marts")
         con.execute("create schema if not exists staging")
+        con.execute("create schema if not exists restricted")
+        con.execute("create or replace table restricted.coverage as select 2 as headcount")
         con.execute(
-            f"create or replace table marts.coverage as select range as month, range * 2 as headcount from range({rows})"
+            f"create or replace table marts.coverage as select range as month, range * 5 as headcount from range({rows})"
         )
         con.execute("comment on table marts.coverage is 'grain: month'")
         con.execute("create or replace table staging.people as select 'a@b.example' as work_email")
@@ -123,3 +125,32 @@ def test_published_file_opens_in_the_duckdb_cli(tmp_path):
         check=True,
     ).stdout
     assert out.strip().splitlines()[-1] == str(sum(2 * i for i in range(4)))
+
+
+@pytest.mark.parametrize("column", ["headcount", "engineers", "participants", "headcount_end"])
+def test_publish_refuses_a_group_smaller_than_the_minimum(tmp_path, column):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 3, f"create table marts.teams as select 'a' as team, 4 as {column}")
+    with pytest.raises(PublishError, match=rf"marts\.teams\.{column}: 1 row\(s\) count 1 to 4"):
+        publish(build, published, min_group_size=5)
+    assert not published.exists()
+    # the same row, suppressed (NULL), or a group of the minimum size, is published
+    for value in ("null", "5"):
+        _build(
+            build,
+            3,
+            f"create or replace table marts.teams as select 'a' as team, {value} as {column}",
+        )
+        publish(build, published, min_group_size=5)
+    # the threshold is the setting's: 4 people pass a minimum of 4
+    _build(build, 3, f"create or replace table marts.teams as select 'a' as team, 4 as {column}")
+    publish(build, published, min_group_size=4)
+
+
+def test_restricted_detail_is_never_published(tmp_path):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    _build(build, 3)  # restricted.coverage holds a group of 2
+    publish(build, published, min_group_size=5)
+    with duckdb.connect(str(published), read_only=True) as con:
+        schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
+    assert "restricted" not in schemas

@@ -310,19 +310,20 @@ def write_marts(path: Path, tables: dict[str, str]) -> None:
 CLEAN_MARTS = {
     "certification_coverage": """
         select * from (values
-            (date '2024-06-01', 'all', 'all', 20, 10, 8, 0.5, 0.4, 2, 10, 8, 0.8),
-            (date '2024-06-01', 'team', 'atlas', 12, 6, 6, 0.5, 0.5, 0, 6, 5, 0.8333)
-        ) t(month, segment_type, segment_value, headcount, certified_headcount,
-            fully_compliant_headcount, coverage_share, compliance_share, expiring_next_90d,
+            (date '2024-06-30', 'all', 'all', 20, 10, 8, 0.5, 0.4, 2, 10, 8, 0.8),
+            (date '2024-06-30', 'team', 'atlas', 12, 6, 6, 0.5, 0.5, 0, 6, 5, 0.8333)
+        ) t(month_end, segment_type, segment_value, headcount, any_cert_headcount,
+            required_cert_compliant_headcount, any_cert_share, required_cert_compliance_share,
+            expiring_next_90d,
             exam_attempts, exam_passes, exam_pass_rate)""",
     "attrition": """
         select * from (values
             ('month', date '2024-06-01', 'all', 'all', 20, 1, 2, 1.0, 0.0, 19, 19.5,
-             10.26, 10.26, 80.0, 90.0, true),
+             0.1026, 0.1026, 0.8, 0.9, true),
             ('month', date '2024-06-01', 'team', 'orion', 3, 0, 1, 1.0, 0.0, 2, 2.5,
-             40.0, 40.0, 120.0, null, false),
+             0.4, 0.4, 1.2, null, false),
             ('quarter', date '2024-04-01', 'level', '3', 8, 2, 1, 1.0, 0.0, 9, 8.5,
-             11.76, 11.76, 47.0, null, true)
+             0.1176, 0.1176, 0.47, null, true)
         ) t(period_type, period_start, segment_type, segment_value, headcount_start, hires,
             separations, voluntary_separations, involuntary_separations, headcount_end,
             average_headcount, turnover_rate, voluntary_turnover_rate, annualized_turnover_rate,

@@ -16,7 +16,7 @@ def _corrupted_marts() -> dict[str, str]:
         "0.5, 0.5, 0, 6, 5", "1.2, 0.5, 0, 6, 5"
     )
     # the 'orion' team (3 at start, 2 at end, 2.5 on average; minimum 5) published as ok
-    marts["attrition"] = CLEAN_MARTS["attrition"].replace("120.0, null, false", "120.0, null, true")
+    marts["attrition"] = CLEAN_MARTS["attrition"].replace("1.2, null, false", "1.2, null, true")
     # a negative incident rate
     marts["incident_rates"] = CLEAN_MARTS["incident_rates"].replace(
         "1, 20.0, 30.0", "1, -20.0, 30.0"
@@ -59,9 +59,9 @@ def test_marts_dbt_builds_are_left_to_their_dbt_tests():
 def test_dbt_small_group_test_catches_an_unflagged_small_team(
     tmp_path, dbt_manifest, marts, unflagged
 ):
-    """The privacy test of marts.attrition, as dbt runs it (its `where` rendered with the default
-    minimum group size of 5): 'orion' (2-3 people) published as ok fails it; the clean mart,
-    where orion is flagged, passes."""
+    """The flag test of restricted.attrition (the detail the report reads), as dbt runs it (its
+    `where` rendered with the default minimum group size of 5): 'orion' (2-3 people) flagged as
+    ok fails it; the clean mart, where orion is flagged, passes."""
     import json
 
     import duckdb
@@ -71,7 +71,7 @@ def test_dbt_small_group_test_catches_an_unflagged_small_team(
         n
         for n in manifest["nodes"].values()
         if n["resource_type"] == "test"
-        and n.get("attached_node") == "model.talent_metrics.attrition"
+        and n.get("attached_node") == "model.talent_metrics.restricted_attrition"
         and "group_size_ok" in json.dumps(n.get("test_metadata", {}))
     ]
     expression = test["test_metadata"]["kwargs"]["expression"]
@@ -106,3 +106,29 @@ def test_missing_mart_fails_with_advice(tmp_path):
     o = result.outcome("table_exists")
     assert not o.passed and o.rule.severity is Severity.ERROR
     assert "materialize marts/certification_effect" in o.message
+
+
+def test_every_published_count_of_people_has_the_small_group_test(dbt_manifest):
+    """Each column of a dbt mart that publishing treats as a count of people
+    (publish.GROUP_SIZE_COLUMNS) carries the dbt test `suppressed_below_min_group_size`, so a
+    small group fails the build before publishing has to refuse it."""
+    import json
+
+    from pipelines.lib.publish import GROUP_SIZE_COLUMNS
+
+    manifest = json.loads(dbt_manifest.read_text())
+    counted = {
+        (n["name"], c)
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "model" and n["schema"] == "marts"
+        for c in n["columns"]
+        if c in GROUP_SIZE_COLUMNS
+    }
+    tested = {
+        (n["attached_node"].rsplit(".", 1)[1], n["column_name"])
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "test"
+        and n.get("test_metadata", {}).get("name") == "suppressed_below_min_group_size"
+    }
+    assert len(counted) >= 10
+    assert counted <= tested, sorted(counted - tested)

@@ -36,6 +36,13 @@ TEAMS = {
     "edge-pilot": (64, "small", 3, 1),  # the team of three: every figure must read <5
 }
 MONTHS = [date(2025 + (i // 12), i % 12 + 1, 1) for i in range(21)]  # Jan 2025 .. Sep 2026
+
+
+def _month_end(m: date) -> date:
+    """The snapshot date of the month that starts on `m` (the marts' month_end)."""
+    return (pd.Timestamp(m) + pd.offsets.MonthEnd(0)).date()
+
+
 SECTION_CHARTS = {  # section id -> charts the fixture must produce there
     "coverage": 2,  # trend, teams against target
     "gaps": 0,  # the table says it all
@@ -61,14 +68,14 @@ def _coverage(teams: dict = TEAMS) -> pd.DataFrame:
         comp = _compliance(m)
         rows.append(
             dict(
-                month=m,
+                month_end=_month_end(m),
                 segment_type="all",
                 segment_value="all",
                 headcount=total,
-                certified_headcount=round(total * min(comp + 0.2, 1)),
-                fully_compliant_headcount=round(total * comp),
-                coverage_share=min(comp + 0.2, 1),
-                compliance_share=comp,
+                any_cert_headcount=round(total * min(comp + 0.2, 1)),
+                required_cert_compliant_headcount=round(total * comp),
+                any_cert_share=min(comp + 0.2, 1),
+                required_cert_compliance_share=comp,
                 expiring_next_90d=sum(t[3] for t in teams.values()),
                 median_months_to_first_cert=9.0,
                 exam_attempts=6,
@@ -80,14 +87,14 @@ def _coverage(teams: dict = TEAMS) -> pd.DataFrame:
             share = max(0.0, min(1.0, comp + 0.05 * (i % 7 - 1)))
             rows.append(
                 dict(
-                    month=m,
+                    month_end=_month_end(m),
                     segment_type="team",
                     segment_value=team,
                     headcount=hc,
-                    certified_headcount=round(hc * min(share + 0.2, 1)),
-                    fully_compliant_headcount=round(hc * share),
-                    coverage_share=min(share + 0.2, 1),
-                    compliance_share=share,
+                    any_cert_headcount=round(hc * min(share + 0.2, 1)),
+                    required_cert_compliant_headcount=round(hc * share),
+                    any_cert_share=min(share + 0.2, 1),
+                    required_cert_compliance_share=share,
                     expiring_next_90d=exp,
                     median_months_to_first_cert=9.0,
                     exam_attempts=1,
@@ -122,9 +129,9 @@ def _attrition() -> pd.DataFrame:
                     regrettable_separations=1,
                     headcount_end=avg,
                     average_headcount=avg,
-                    turnover_rate=100 * seps / avg,
+                    turnover_rate=seps / avg,
                     voluntary_turnover_rate=None,
-                    annualized_turnover_rate=400 * seps / avg,
+                    annualized_turnover_rate=4 * seps / avg,
                     rolling_12m_retention=None,
                     group_size_ok=True,
                 )
@@ -145,10 +152,10 @@ def _attrition() -> pd.DataFrame:
                 regrettable_separations=0,
                 headcount_end=46,
                 average_headcount=46.0,
-                turnover_rate=100 / 46,
-                voluntary_turnover_rate=100 / 46,
-                annualized_turnover_rate=1200 / 46,
-                rolling_12m_retention=88.0,
+                turnover_rate=1 / 46,
+                voluntary_turnover_rate=1 / 46,
+                annualized_turnover_rate=12 / 46,
+                rolling_12m_retention=0.88,
                 group_size_ok=True,
             )
         )
@@ -292,7 +299,7 @@ def _composition(teams: dict = TEAMS) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
             for role, n in zip(roles, split, strict=True):
                 comp.append(
                     dict(
-                        month=m,
+                        month_end=_month_end(m),
                         team=team,
                         role_family=role,
                         fleet_size_class=size,
@@ -306,15 +313,26 @@ def _composition(teams: dict = TEAMS) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
                         required_certification_codes="NCA-AIIO, RHCE"
                         if role == "operations_engineer"
                         else "NCP-AII",
-                        fully_compliant_headcount=n // 2,
+                        required_cert_compliant_headcount=n // 2,
                     )
                 )
             fleet.append(
-                dict(month=m, cluster=team, site="eu", gpu_count=gpus, fleet_size_class=size)
+                dict(
+                    month_end=_month_end(m),
+                    cluster=team,
+                    site="eu",
+                    gpu_count=gpus,
+                    fleet_size_class=size,
+                )
             )
         for level, n in ((1, 3), (2, 16), (3, 15), (4, 10), (5, 2)):
             mix.append(
-                dict(month=m, role_family="operations_engineer", skill_level=level, headcount=n)
+                dict(
+                    month_end=_month_end(m),
+                    role_family="operations_engineer",
+                    skill_level=level,
+                    headcount=n,
+                )
             )
     return pd.DataFrame(comp), pd.DataFrame(mix), pd.DataFrame(fleet)
 

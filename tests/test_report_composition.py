@@ -24,7 +24,7 @@ def _small_team(ops: int, lead: int = 1, network: int = 1) -> pd.DataFrame:
     return pd.DataFrame(
         [
             dict(team="t", role_family=r, level_min=lo, level_max=hi, template_headcount=tpl,
-                 headcount=hc, fully_compliant_headcount=hc // 2)
+                 headcount=hc, required_cert_compliant_headcount=hc // 2)
             for r, lo, hi, tpl, hc in rows
         ]
     )  # fmt: skip

@@ -42,6 +42,10 @@ def test_empty_groups_are_shown_and_never_chosen_as_complement():
 
 def test_unknown_size_fails_closed():
     assert is_small(None, 5) and is_small(float("nan"), 5)
+    # a count the published mart suppressed reads as pandas.NA from DuckDB
+    import pandas as pd
+
+    assert is_small(pd.NA, 5)
     assert hidden(suppression_mask({"x": None, "y": 10, "z": 12})) == {"x", "y"}
 
 
@@ -178,3 +182,11 @@ def test_poisson_rate_scales_with_exposure():
     rate, lo, hi = poisson_rate_interval(10, 200, per=100)
     assert rate == pytest.approx(5.0)
     assert lo == pytest.approx(4.7954 / 2, abs=1e-4) and hi == pytest.approx(18.3904 / 2, abs=1e-4)
+
+
+def test_cells_hidden_in_the_published_marts_stay_hidden_with_their_complement():
+    # 'b' (9 people) is hidden in the analyst-facing mart (as the mart's complement): the
+    # report hides it as well, and with 'a' (3) there are two hidden cells, nothing to add
+    assert hidden(suppression_mask({"a": 3, "b": 9, "c": 7}, also_hidden={"b"})) == {"a", "b"}
+    # one cell hidden only by the marts still gets a complement in the report's line
+    assert hidden(suppression_mask({"a": 30, "b": 9, "c": 7}, also_hidden={"b"})) == {"b", "c"}

@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 from pipelines.defs.roi import roi_tables
 from pipelines.lib.roi import (
     DEFAULT_ASSUMPTIONS_PATH,
+    INPUT_SCHEMAS,
     RoiInputError,
     base_params,
     load_assumptions,
@@ -55,13 +56,18 @@ def _marts() -> dict[str, pl.LazyFrame]:
         "training_spend": _training_spend(),
         "contractor_costs": pl.LazyFrame(
             {
-                "month": [date(2024, m, 1) for m in range(1, 7)],
+                "period_start": [date(2024, m, 1) for m in range(1, 7)],
                 "hours": [100.0, 100.0, 100.0, 60.0, 40.0, 120.0],
             }
         ),
         "fleet_size": pl.LazyFrame(
             {
-                "month": [date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1), date(2024, 6, 1)],
+                "month_end": [
+                    date(2024, 1, 31),
+                    date(2024, 2, 29),
+                    date(2024, 6, 30),
+                    date(2024, 6, 30),
+                ],
                 "cluster": ["a", "a", "a", "b"],
                 "gpu_count": [120, 120, 200, 40],
             }
@@ -75,10 +81,15 @@ def _marts() -> dict[str, pl.LazyFrame]:
         ),
         "certification_coverage": pl.LazyFrame(
             {
-                "month": [date(2024, 1, 1), date(2024, 1, 1), date(2024, 2, 1), date(2024, 6, 1)],
+                "month_end": [
+                    date(2024, 1, 31),
+                    date(2024, 1, 31),
+                    date(2024, 2, 29),
+                    date(2024, 6, 30),
+                ],
                 "segment_type": ["all", "team", "all", "all"],
                 "segment_value": ["all", "a", "all", "all"],
-                "coverage_share": [0.5, 0.9, 1.0, 0.25],
+                "any_cert_share": [0.5, 0.9, 1.0, 0.25],
             }
         ),
         "attrition": pl.LazyFrame(
@@ -247,12 +258,15 @@ def test_missing_effect_metric_is_named(assumptions):
 
 
 def _write_marts(path, skip: str | None = None) -> None:
+    """Each input where the pipeline leaves it: dbt marts' detail in `restricted`, the rest in
+    `marts` (INPUT_SCHEMAS)."""
     with duckdb.connect(str(path)) as con:
-        con.execute("create schema if not exists marts")
         for name, lf in _marts().items():
             if name != skip:
+                schema = INPUT_SCHEMAS[name]
+                con.execute(f"create schema if not exists {schema}")
                 arrow = lf.collect().to_arrow()  # noqa: F841 - read by name below
-                con.execute(f"create table marts.{name} as select * from arrow")
+                con.execute(f"create table {schema}.{name} as select * from arrow")
 
 
 def test_missing_mart_fails_with_its_name(tmp_path):
@@ -276,6 +290,27 @@ def test_tables_round_trip_through_duckdb(tmp_path, assumptions):
             n: con.execute(f"select count(*) from marts.{n}").fetchall()[0][0] for n in tables
         }
     assert counts == {n: df.height for n, df in tables.items()}
+
+
+def test_published_roi_by_period_keeps_totals_and_every_column_is_described(tmp_path, assumptions):
+    # the per-driver columns (apprentices, bootcamp fees, certified exits of a quarter) would
+    # repeat suppressed training_spend and attrition cells: they stay in schema restricted
+    db = tmp_path / "talent.duckdb"
+    _write_marts(db)
+    with duckdb.connect(str(db)) as con:
+        write_tables(con, build_roi_tables(read_marts(con), assumptions))
+        published = [r[0] for r in con.execute("describe marts.roi_by_period").fetchall()]
+        full = [r[0] for r in con.execute("describe restricted.roi_by_period").fetchall()]
+        uncommented = con.execute(
+            "select table_name, column_name from duckdb_columns() where schema_name = 'marts' "
+            "and table_name like 'roi_%' and (comment is null or comment = '')"
+        ).fetchall()
+    assert "apprentices" in full and "apprentices" not in published
+    assert published == [
+        "period_type", "period_start", "period_end", "investment_usd", "return_usd",
+        "net_return_usd", "net_roi", "gross_return_multiple",
+    ]  # fmt: skip
+    assert uncommented == []
 
 
 def test_asset_materialises_the_three_tables(tmp_path):

@@ -1,11 +1,14 @@
-"""Render `dbt_project/models/staging/_sources.yml` from the export contracts.
+"""Render the dbt source declarations that describe tables dbt does not build.
 
-The raw tables dbt reads are the contracts' tables (`pipelines/lib/contracts.py`) plus the
-lineage columns ingestion adds, the manifest and the quarantine; this writes their dbt source
-declarations so the two never drift apart (`tests/test_dbt_project.py` checks the file).
+`dbt_project/models/staging/_sources.yml`: the raw tables dbt reads are the contracts' tables
+(`pipelines/lib/contracts.py`) plus the lineage columns ingestion adds, the manifest and the
+quarantine. `dbt_project/models/python/_python_marts.yml`: the marts the statistics, deliveries
+and ROI assets write, with the table and column descriptions those assets also attach as DuckDB
+comments (`pipelines.lib.db.describe`), so the dbt docs site shows them and nothing is written
+twice. `tests/test_dbt_project.py` checks both files stay in step.
 
-    .venv/bin/python -m tools.dbt_sources          # rewrite the file
-    .venv/bin/python -m tools.dbt_sources --check  # exit 1 when it is stale
+    .venv/bin/python -m tools.dbt_sources          # rewrite the files
+    .venv/bin/python -m tools.dbt_sources --check  # exit 1 when one is stale
 """
 
 from __future__ import annotations
@@ -19,9 +22,15 @@ from pipelines.lib.contracts import EXPORTS, Column, Export
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 
 SOURCES_PATH = DBT_PROJECT_DIR / "models" / "staging" / "_sources.yml"
+PYTHON_MARTS_PATH = DBT_PROJECT_DIR / "models" / "python" / "_python_marts.yml"
 HEADER = (
     "# Generated from pipelines/lib/contracts.py by `python -m tools.dbt_sources`; do not edit.\n"
     "# tests/test_dbt_project.py checks it stays in step.\n"
+)
+PYTHON_HEADER = (
+    "# Generated from the descriptions in pipelines/lib/stats/result.py,\n"
+    "# pipelines/lib/deliveries.py and pipelines/lib/roi/warehouse.py by\n"
+    "# `python -m tools.dbt_sources`; do not edit.\n"
 )
 LINEAGE = {
     "_file_id": "sha256 of the delivered file; joins raw.manifest.file_id",
@@ -86,16 +95,57 @@ def render() -> str:
     return HEADER + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
 
 
+def python_marts() -> list[tuple[str, str, dict[str, str]]]:
+    """(table, description, column descriptions) of every mart a Python asset writes."""
+    from pipelines.lib import deliveries
+    from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
+    from pipelines.lib.stats import result
+
+    return [
+        ("certification_effect", result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+        ("certification_event_study", result.EVENT_STUDY_TABLE, result.EVENT_STUDY_DESCRIPTIONS),
+        ("source_deliveries", deliveries.DESCRIPTION, deliveries.COLUMNS),
+    ] + [(name, TABLE_COMMENTS[name], COLUMN_COMMENTS[name]) for name in TABLE_COMMENTS]
+
+
+def render_python_marts() -> str:
+    tables = [
+        {
+            "name": name,
+            "description": description,
+            "columns": [{"name": c, "description": text} for c, text in columns.items()],
+        }
+        for name, description, columns in python_marts()
+    ]
+    doc = {
+        "version": 2,
+        "sources": [
+            {
+                "name": "python_marts",
+                "description": "Marts written by the pipeline's Python assets into schema marts "
+                "of the build file after dbt (statistics: certification_effect, "
+                "certification_event_study; deliveries: source_deliveries; ROI: roi_*) and "
+                "published with the dbt marts.",
+                "schema": "marts",
+                "tables": tables,
+            }
+        ],
+    }
+    return PYTHON_HEADER + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
+
+
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if SOURCES_PATH.read_text(encoding="utf-8") != text:
-            print(f"{SOURCES_PATH.name} is stale: run `.venv/bin/python -m tools.dbt_sources`")
-            return 1
-        return 0
-    SOURCES_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {Path(SOURCES_PATH).name}")
-    return 0
+    stale = 0
+    for path, text in ((SOURCES_PATH, render()), (PYTHON_MARTS_PATH, render_python_marts())):
+        if "--check" in argv:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                print(f"{path.name} is stale: run `.venv/bin/python -m tools.dbt_sources`")
+                stale = 1
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {Path(path).name}")
+    return stale
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-{{ config(meta={'dagster': {'ref': {'name': 'attrition'}}}) }}
+{{ config(meta={'dagster': {'ref': {'name': 'restricted_attrition'}}}) }}
 -- Reconciliation: every in-scope separation and hire inside the covered window appears exactly
 -- once in the monthly attrition of segment `all`, and the quarters sum their months. Returns
 -- the mismatching figures (no rows = pass). Guards against rows vanishing after a refactor.
@@ -19,7 +19,7 @@ mart as (
         period_type,
         sum(separations) as separations,
         sum(hires) as hires,
-    from {{ ref('attrition') }}
+    from {{ ref('restricted_attrition') }}
     where segment_type = 'all'
     group by period_type
 )

@@ -1,8 +1,8 @@
-{{ config(meta={'dagster': {'ref': {'name': 'attrition'}}}) }}
+{{ config(meta={'dagster': {'ref': {'name': 'restricted_attrition'}}}) }}
 -- Each person is attributed to exactly one segment value per period, so every segment type's
 -- rows add up to the `all` row (headcount, hires, separations). No rows = pass.
 with attrition as (
-    select * from {{ ref('attrition') }}
+    select * from {{ ref('restricted_attrition') }}
 ),
 
 totals as (

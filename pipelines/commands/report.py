@@ -41,6 +41,7 @@ def command(
             min_group_size=s.min_group_size,
             coverage_target=coverage_target,
             assumptions_path=s.assumptions_file,
+            restricted_db=s.build_db,
         )
     except (FileNotFoundError, ValueError) as exc:
         typer.echo(f"talent report: {exc}", err=True)

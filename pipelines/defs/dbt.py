@@ -25,7 +25,7 @@ from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
-LAYERS = ("staging", "intermediate", "marts")
+LAYERS = ("staging", "intermediate", "restricted", "marts")
 DOCS_FILES = ("index.html", "manifest.json", "catalog.json")
 # Written beside the site: the fingerprint of the project it documents (see docs_fingerprint).
 DOCS_FINGERPRINT = ".fingerprint"
@@ -34,20 +34,26 @@ dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_D
 
 
 def asset_key_for(props: Mapping[str, Any]) -> dg.AssetKey:
-    """dbt sources are the ingestion assets `raw/<export>`; models and seeds are `<layer>/<name>`.
+    """dbt sources are the ingestion assets `raw/<export>` (and the Python-written marts
+    `marts/<name>`); models and seeds are `<layer>/<name>`.
 
-    Keys follow the schema a node is built in (staging, intermediate, marts), so the Dagster
+    Keys follow the schema a node is built in (staging, intermediate, restricted, marts), so the Dagster
     graph names the same tables an analyst sees in the build file.
     """
     if props["resource_type"] == "source":
-        return dg.AssetKey(["raw", props["name"]])
+        # the Python-written marts are declared as sources so the docs describe them; they are
+        # the statistics and ROI assets marts/<name>
+        layer = "marts" if props.get("source_name") == "python_marts" else "raw"
+        return dg.AssetKey([layer, props["name"]])
     schema = props.get("schema") or props.get("config", {}).get("schema")
     if schema not in LAYERS:
         raise ValueError(
             f"dbt node {props['unique_id']} builds into schema {schema!r}; put it under "
             f"models/{{{','.join(LAYERS)}}} (or configure +schema) so it gets a layer key."
         )
-    return dg.AssetKey([schema, props["name"]])
+    # A restricted model is named restricted_<mart> and aliased to the mart's table name, so the
+    # key names the table: restricted/<mart>.
+    return dg.AssetKey([schema, props.get("alias") or props["name"]])
 
 
 def build_args(settings: Settings) -> list[str]:

@@ -49,7 +49,9 @@ MART_KEYS = sorted(
 def published(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.MaterializeResult:
     s = talent.settings
     try:
-        result = publish(s.build_db, s.published_db, run_id=context.run_id)
+        result = publish(
+            s.build_db, s.published_db, run_id=context.run_id, min_group_size=s.min_group_size
+        )
     except PublishError as exc:
         raise dg.Failure(description=str(exc)) from exc
     return dg.MaterializeResult(

@@ -1,10 +1,12 @@
 """Data-quality asset checks: one Great Expectations suite per raw export and key mart.
 
-Each raw export `raw/<export>` and each key mart `marts/<model>` gets one blocking check named
-`quality_suite` that summarises its whole suite. An ERROR-severity failure stops every asset
-downstream (dbt, statistics, publish), so the analyst-facing warehouse keeps its previous,
-checked state; WARN failures are shown and let the run continue. The rules and their
-severities live in `pipelines/lib/quality/rules.py` (rendered in docs/data-quality.md).
+Each raw export `raw/<export>` and each key mart `marts/<model>` gets two checks over its one
+suite: `quality_suite`, blocking, with severity ERROR, over the ERROR rules (a failure stops
+every asset downstream: dbt, statistics, publish, so the analyst-facing warehouse keeps its
+previous, checked state), and `quality_warnings`, not blocking, with severity WARN, over the
+WARN rules (a failure is shown as a warning and the run continues). So a harmless finding (a
+repeated row) never shows as a failed blocking check. The rules and their severities live in
+`pipelines/lib/quality/rules.py` (rendered in docs/data-quality.md).
 
 The raw checks share one step and the mart checks another, so that each group writes one Data
 Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
@@ -18,7 +20,8 @@ import dagster as dg
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.quality.rules import MART_SUITES, RAW_SUITES, Severity
 
-CHECK_NAME = "quality_suite"
+CHECK_NAME = "quality_suite"  # ERROR rules: blocking
+WARN_CHECK_NAME = "quality_warnings"  # WARN rules: shown, never blocking
 
 
 def suite_asset_key(suite: str) -> dg.AssetKey:
@@ -27,15 +30,27 @@ def suite_asset_key(suite: str) -> dg.AssetKey:
 
 
 def _specs(suites: tuple[str, ...], what: str) -> list[dg.AssetCheckSpec]:
-    return [
-        dg.AssetCheckSpec(
-            CHECK_NAME,
-            asset=suite_asset_key(s),
-            blocking=True,
-            description=f"Great Expectations suite {s} over {what} (rules: docs/data-quality.md)",
+    specs = []
+    for s in suites:
+        specs.append(
+            dg.AssetCheckSpec(
+                CHECK_NAME,
+                asset=suite_asset_key(s),
+                blocking=True,
+                description=f"Great Expectations suite {s} over {what}: the ERROR rules, which "
+                "block everything downstream (rules: docs/data-quality.md)",
+            )
         )
-        for s in suites
-    ]
+        specs.append(
+            dg.AssetCheckSpec(
+                WARN_CHECK_NAME,
+                asset=suite_asset_key(s),
+                blocking=False,
+                description=f"Great Expectations suite {s} over {what}: the WARN rules, shown as "
+                "warnings; the run continues (rules: docs/data-quality.md)",
+            )
+        )
+    return specs
 
 
 def _markdown(failures: list[dict]) -> str:
@@ -50,40 +65,58 @@ def _markdown(failures: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def to_check_result(result) -> dg.AssetCheckResult:
-    """One `SuiteResult` as a Dagster check result (severity = worst failing expectation)."""
+def to_check_results(result) -> list[dg.AssetCheckResult]:
+    """One `SuiteResult` as its two Dagster check results: `quality_suite` (ERROR rules,
+    severity ERROR) and `quality_warnings` (WARN rules, severity WARN)."""
     meta = result.metadata()
+    errors = [f for f in meta["failing_expectations"] if f["severity"] == str(Severity.ERROR)]
+    warnings = [f for f in meta["failing_expectations"] if f["severity"] != str(Severity.ERROR)]
+    return [
+        _check_result(result, meta, CHECK_NAME, dg.AssetCheckSeverity.ERROR, errors),
+        _check_result(result, meta, WARN_CHECK_NAME, dg.AssetCheckSeverity.WARN, warnings),
+    ]
+
+
+def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
+    rules = "ERROR" if severity == dg.AssetCheckSeverity.ERROR else "WARN"
     metadata: dict[str, object] = {
         "suite": meta["suite"],
         "expectations_evaluated": meta["expectations_evaluated"],
-        "expectations_failed": meta["expectations_failed"],
-        "failing_expectations": dg.MetadataValue.json(meta["failing_expectations"]),
+        "expectations_failed": len(failing),
+        "failing_expectations": dg.MetadataValue.json(failing),
     }
-    if meta["failing_expectations"]:
-        metadata["failures"] = dg.MetadataValue.md(_markdown(meta["failing_expectations"]))
-        # the advice of the worst failure: an ERROR before any WARN
-        failing = meta["failing_expectations"]
-        first = next((f for f in failing if f["severity"] == "ERROR"), failing[0])
-        metadata["first_failure"] = first["advice"]
+    if failing:
+        metadata["failures"] = dg.MetadataValue.md(_markdown(failing))
+        metadata["first_failure"] = failing[0]["advice"]
     if meta["data_docs"]:
         metadata["data_docs"] = dg.MetadataValue.path(meta["data_docs"])
     return dg.AssetCheckResult(
         asset_key=suite_asset_key(result.suite),
-        check_name=CHECK_NAME,
-        passed=result.passed,
-        severity=(
-            dg.AssetCheckSeverity.WARN
-            if result.severity is Severity.WARN
-            else dg.AssetCheckSeverity.ERROR
-        ),
+        check_name=name,
+        passed=not failing,
+        severity=severity,
         metadata=metadata,
-        description=result.summary(),
+        description=(
+            f"{result.suite}: {len(failing)} {rules} expectation(s) failed"
+            if failing
+            else f"{result.suite}: every {rules} expectation met ({result.summary()})"
+        ),
     )
 
 
 def _selected(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -> list[str]:
     keys = {k.asset_key for k in context.selected_asset_check_keys}
     return [s.split(".", 1)[1] for s in suites if suite_asset_key(s) in keys]
+
+
+def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetCheckResult]:
+    """The selected checks of each suite's results (a subset may select one of the two)."""
+    selected = set(context.selected_asset_check_keys)
+    for result in results:
+        context.log.info(result.summary())
+        for check in to_check_results(result):
+            if dg.AssetCheckKey(check.asset_key, check.check_name) in selected:
+                yield check
 
 
 @dg.multi_asset_check(
@@ -96,9 +129,7 @@ def raw_quality_suites(
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_raw_suites
 
-    for result in run_raw_suites(talent.settings, _selected(context, RAW_SUITES)):
-        context.log.info(result.summary())
-        yield to_check_result(result)
+    yield from _emit(context, run_raw_suites(talent.settings, _selected(context, RAW_SUITES)))
 
 
 @dg.multi_asset_check(
@@ -111,6 +142,4 @@ def mart_quality_suites(
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_mart_suites
 
-    for result in run_mart_suites(talent.settings, _selected(context, MART_SUITES)):
-        context.log.info(result.summary())
-        yield to_check_result(result)
+    yield from _emit(context, run_mart_suites(talent.settings, _selected(context, MART_SUITES)))

@@ -59,6 +59,7 @@ def quarterly_talent_report(
         s.reports_dir,
         min_group_size=s.min_group_size,
         assumptions_path=s.assumptions_file,
+        restricted_db=s.build_db,
     )
     context.log.info("Rendered %s to %s", quarter, result["html"])
     return dg.MaterializeResult(

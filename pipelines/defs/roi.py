@@ -10,6 +10,7 @@ from pipelines.defs.resources import TalentResource
 from pipelines.lib import db
 from pipelines.lib.roi import (
     INPUT_MARTS,
+    INPUT_SCHEMAS,
     OUTPUT_TABLES,
     RoiInputError,
     build_roi_tables,
@@ -36,7 +37,7 @@ DESCRIPTIONS = {
             key,
             group_name="roi",
             description=DESCRIPTIONS[name],
-            deps=[dg.AssetKey(["marts", m]) for m in INPUT_MARTS],
+            deps=[dg.AssetKey([INPUT_SCHEMAS[m], m]) for m in INPUT_MARTS],
             kinds={"polars", "duckdb"},
         )
         for name, key in ROI_KEYS.items()

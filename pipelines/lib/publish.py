@@ -32,6 +32,19 @@ FORBIDDEN_COLUMN = re.compile(
 )
 # A value that looks like an e-mail address.
 EMAIL_VALUE = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+# Columns that count the people a published row is built from (each name means that in every
+# mart). The marts suppress a row of 1..min_group_size-1 people (its count is NULL); publishing
+# refuses a file where such a count is shown, whichever table it is in.
+GROUP_SIZE_COLUMNS = (
+    "headcount",
+    "headcount_start",
+    "headcount_end",
+    "current_headcount",
+    "engineers",
+    "participants",
+    "responders",
+    "engagements",
+)
 
 
 class PublishError(RuntimeError):
@@ -74,6 +87,31 @@ def privacy_violations(con: duckdb.DuckDBPyConnection, catalog: str) -> list[str
     return problems
 
 
+def small_groups(con: duckdb.DuckDBPyConnection, catalog: str, min_group_size: int) -> list[str]:
+    """Published counts of people that are 1..min_group_size-1 (a group the marts should have
+    suppressed), one line per column with how many rows show one."""
+    problems: list[str] = []
+    cols = con.execute(
+        "select schema_name, table_name, column_name from duckdb_columns() "
+        "where database_name = ? and schema_name in (select unnest(?)) "
+        "and column_name in (select unnest(?)) order by all",
+        [catalog, list(PUBLISHED_SCHEMAS), list(GROUP_SIZE_COLUMNS)],
+    ).fetchall()
+    for schema, table, column in cols:
+        hit = con.execute(
+            f"select count(*) from {_quote(catalog)}.{_quote(schema)}.{_quote(table)} "
+            f"where try_cast({_quote(column)} as double) >= 1 "
+            f"and try_cast({_quote(column)} as double) < ?",
+            [min_group_size],
+        ).fetchone()[0]
+        if hit:
+            problems.append(
+                f"{schema}.{table}.{column}: {hit} row(s) count 1 to {min_group_size - 1} people "
+                f"(minimum group size {min_group_size}); suppress them in the mart"
+            )
+    return problems
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -91,11 +129,34 @@ def clean_stale_temporaries(published_db: Path) -> list[Path]:
     return removed
 
 
-def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResult:
+def _refuse_unsafe(con: duckdb.DuckDBPyConnection, min_group_size: int) -> None:
+    """Raise PublishError when the file being published would expose personal data or a group
+    smaller than the minimum group size."""
+    problems = privacy_violations(con, "published")
+    if problems:
+        raise PublishError(
+            "refusing to publish: the analyst-facing file would expose personal data:\n  "
+            + "\n  ".join(problems)
+            + "\nFix the mart so it carries the pseudonymous person_key instead."
+        )
+    small = small_groups(con, "published", min_group_size)
+    if small:
+        raise PublishError(
+            "refusing to publish: the analyst-facing file would show groups smaller "
+            "than the minimum group size:\n  " + "\n  ".join(small) + "\nThe "
+            "unsuppressed figures belong in schema restricted of the build file "
+            "(dbt_project/macros/suppression.sql suppresses a mart)."
+        )
+
+
+def publish(
+    build_db: Path, published_db: Path, run_id: str = "", min_group_size: int = 5
+) -> PublishResult:
     """Copy the analyst-facing schemas of `build_db` into `published_db`, atomically.
 
-    Raises PublishError (and leaves `published_db` untouched) when the build has no marts or
-    a published column would expose personal data.
+    Raises PublishError (and leaves `published_db` untouched) when the build has no marts, a
+    published column would expose personal data, or a published count of people is smaller than
+    `min_group_size` (see GROUP_SIZE_COLUMNS).
     """
     build_db = Path(build_db)
     published_db = Path(published_db)
@@ -160,13 +221,7 @@ def publish(build_db: Path, published_db: Path, run_id: str = "") -> PublishResu
                     f"select count(*) from {target}"
                 ).fetchone()[0]
             con.execute("detach build")
-            problems = privacy_violations(con, "published")
-            if problems:
-                raise PublishError(
-                    "refusing to publish: the analyst-facing file would expose personal data:\n  "
-                    + "\n  ".join(problems)
-                    + "\nFix the mart so it carries the pseudonymous person_key instead."
-                )
+            _refuse_unsafe(con, min_group_size)
             result.published_at = datetime.now(UTC).isoformat(timespec="seconds")
             con.execute(
                 "create table main.publish_info as select ?::timestamptz as published_at, "

@@ -1,137 +1,65 @@
--- Attrition per month and quarter, overall and by segment (SHRM definitions).
--- headcount_start = in scope at the opening of the period's first day; headcount_end = in scope
--- at the close of its last day (a last day worked inside the period is a separation of the
--- period). Each person is attributed to one segment per period: their attributes and
--- certification status on their last in-scope day of the period, so within every segment
--- headcount_start + hires + transfers_in - separations - transfers_out = headcount_end.
-with stints as (
-    select * from {{ ref('int_scope_stints') }}
-),
-
-history as (
-    select * from {{ ref('int_person_history') }}
-    where in_scope
-),
-
-cert_intervals as (
-    select * from {{ ref('int_certification_intervals') }}
-),
-
-months as (
-    select * from {{ ref('int_months') }}
-),
-
-periods as (
-    select
-        'month' as period_type,
-        month as period_start,
-        month_end as period_end
-    from months
-    union all
-    select distinct
-        'quarter' as period_type,
-        quarter as period_start,
-        last_day(quarter + interval 2 month)::date as period_end,
-    from months
-    -- a quarter that starts before the data does would count everyone hired in its first
-    -- weeks as a hire of the quarter and miss their separations: no row for it
-    where quarter >= (select min(first.month) from months as first)
-),
-
--- one row per (period, stint) for stints touching the period
-stint_periods as (
-    select
-        p.period_type,
-        p.period_start,
-        p.period_end,
-        s.*,
-    from periods as p
-    inner join stints as s
-        on
-            s.stint_from <= p.period_end
-            and s.stint_to >= p.period_start
-),
-
-person_periods as (
-    select
-        period_type,
-        period_start,
-        any_value(period_end) as period_end,
-        person_key,
-        max(case when stint_from < period_start then 1 else 0 end) as in_start,
-        max(case when stint_to > period_end then 1 else 0 end) as in_end,
-        count(*) filter (where stint_from >= period_start and starts_with_hire) as hires,
-        count(*) filter (where stint_from >= period_start and not starts_with_hire) as transfers_in,
-        count(*) filter (where stint_to <= period_end and ends_with_separation) as separations,
-        count(*) filter (where stint_to <= period_end and ends_with_separation and separation_type = 'voluntary') as voluntary_separations,
-        count(*) filter (where stint_to <= period_end and ends_with_separation and separation_type = 'involuntary') as involuntary_separations,
-        count(*) filter (where stint_to <= period_end and ends_with_separation and separation_type not in ('voluntary', 'involuntary')) as other_separations,
-        count(*) filter (where stint_to <= period_end and ends_with_separation and regrettable) as regrettable_separations,
-        count(*) filter (where stint_to <= period_end and not ends_with_separation) as transfers_out,
-        max(least(stint_to, period_end)) as attributed_on,
-    from stint_periods
-    group by period_type, period_start, person_key
-),
-
-attributed as (
-    select
-        pp.*,
-        h.team,
-        h.role_family,
-        h.skill_level::varchar as level,
-        case
-            when exists (
-                select 1 from cert_intervals as c
-                where
-                    c.person_key = pp.person_key
-                    and c.valid_from <= pp.attributed_on
-                    and (c.valid_to is null or c.valid_to >= pp.attributed_on)
-            ) then 'certified'
-            else 'not_certified'
-        end as certification_status,
-    from person_periods as pp
-    left join history as h
-        on
-            h.person_key = pp.person_key
-            and pp.attributed_on between h.valid_from and h.valid_to
-),
-
-segmented as (
-    {{ segment_fan_out('attributed', {
-        'certification_status': 'certification_status',
-        'level': 'level',
-        'role_family': 'role_family',
-        'team': 'team',
-    }) }}
-),
-
-counts as (
-    select
-        period_type,
-        period_start,
-        segment_type,
-        coalesce(segment_value, 'unknown') as segment_value,
-        sum(in_start)::bigint as headcount_start,
-        sum(hires)::bigint as hires,
-        sum(transfers_in)::bigint as transfers_in,
-        sum(separations)::bigint as separations,
-        sum(voluntary_separations)::bigint as voluntary_separations,
-        sum(involuntary_separations)::bigint as involuntary_separations,
-        sum(other_separations)::bigint as other_separations,
-        sum(regrettable_separations)::bigint as regrettable_separations,
-        sum(transfers_out)::bigint as transfers_out,
-        sum(in_end)::bigint as headcount_end,
-    from segmented
-    group by all
-),
-
-rates as (
+-- Analyst-facing attrition: restricted.attrition with small groups suppressed. A row is hidden
+-- when its headcount at the start or at the end is 1..min_group_size-1, or when
+-- certification_coverage hides the same segment at the month end before the period or at its
+-- end (headcount_start and headcount_end are those month-end headcounts). Lines: the segments of
+-- a type add up to the `all` row, and a quarter is the sum of its three months.
+with detail as (
     select
         *,
-        (headcount_start + headcount_end) / 2.0 as average_headcount,
-        100.0 * separations / nullif((headcount_start + headcount_end) / 2.0, 0) as turnover_rate,
-        100.0 * voluntary_separations / nullif((headcount_start + headcount_end) / 2.0, 0) as voluntary_turnover_rate,
-    from counts
+        last_day(period_start + case period_type when 'quarter' then interval 2 month else interval 0 month end)::date
+            as period_end,
+        date_trunc('quarter', period_start)::date as quarter_and_its_months,
+    from {{ ref('restricted_attrition') }}
+),
+
+coverage as (
+    select
+        month_end,
+        segment_type,
+        segment_value,
+        suppressed,
+    from {{ ref('certification_coverage') }}
+),
+
+flagged as (
+    select
+        d.*,
+        coalesce(before_start.suppressed, false) or coalesce(at_end.suppressed, false) as coverage_hidden,
+        coalesce(
+            d.headcount_start between 1 and {{ var('min_group_size') | int - 1 }}
+            or d.headcount_end between 1 and {{ var('min_group_size') | int - 1 }},
+            true
+        ) as headcount_small,
+    from detail as d
+    left join coverage as before_start
+        on
+            before_start.month_end = d.period_start - interval 1 day
+            and before_start.segment_type = d.segment_type
+            and before_start.segment_value = d.segment_value
+    left join coverage as at_end
+        on
+            at_end.month_end = d.period_end
+            and at_end.segment_type = d.segment_type
+            and at_end.segment_value = d.segment_value
+),
+
+suppressed as (
+    {{ suppress_small_groups(
+        'flagged',
+        size='greatest(headcount_start, headcount_end)',
+        primary='headcount_small or coverage_hidden',
+        reason="case when headcount_small then 'fewer than " ~ var('min_group_size')
+            ~ " people at the start or at the end of the period'"
+            ~ " else 'certification_coverage hides this segment at the start or the end of the period' end",
+        measures=[
+            'headcount_start', 'hires', 'transfers_in', 'separations', 'voluntary_separations',
+            'involuntary_separations', 'other_separations', 'regrettable_separations', 'transfers_out',
+            'headcount_end', 'average_headcount', 'turnover_rate', 'voluntary_turnover_rate',
+            'annualized_turnover_rate', 'trailing_12m_turnover_rate', 'rolling_12m_retention',
+        ],
+        lines=['period_type, period_start, segment_type', 'segment_type, segment_value, quarter_and_its_months'],
+        order_by='period_type, period_start, segment_type, segment_value',
+    ) }}
 ),
 
 final as (
@@ -153,24 +81,12 @@ final as (
         average_headcount,
         turnover_rate,
         voluntary_turnover_rate,
-        turnover_rate * case period_type when 'month' then 12 else 4 end as annualized_turnover_rate,
-        case
-            when period_type = 'month' and segment_type = 'all'
-                then
-                    sum(turnover_rate) over w12
-        end as trailing_12m_turnover_rate,
-        case
-            when period_type = 'month' and segment_type = 'all' and count(*) over w12 = 12
-                then
-                    100.0 * (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
-        end as rolling_12m_retention,
-        greatest(headcount_start, headcount_end) >= {{ min_group_size() }} as group_size_ok,
-    from rates
-    window w12 as (
-        partition by period_type, segment_type, segment_value
-        order by period_start
-        range between interval 11 month preceding and current row
-    )
+        annualized_turnover_rate,
+        trailing_12m_turnover_rate,
+        rolling_12m_retention,
+        suppressed,
+        suppression_reason,
+    from suppressed
 )
 
 select * from final

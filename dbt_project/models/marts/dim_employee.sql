@@ -1,44 +1,109 @@
--- One row per in-scope person (ever): pseudonym and current or last attributes. No names,
--- e-mails, salaries, and no per-person performance figures.
-with panel as (
-    select * from {{ ref('int_engineer_months') }}
-),
-
-spells as (
-    select * from {{ ref('int_employment_spells') }}
-),
-
-latest as (
-    select *
-    from panel
-    qualify row_number() over (partition by person_key order by month desc) = 1
-),
-
-spell_summary as (
+-- Analyst-facing people: the pseudonym and a few coarse attributes, k-anonymous over the
+-- attributes kept (role_family, skill_level, first_hire_year, is_active): every combination
+-- that occurs, NULLs included, belongs to at least min_group_size people. Where a combination
+-- is smaller, one attribute is withheld (NULL) for its members, step by step: hire year, then
+-- skill level, then role family, then is_active; if the people with nothing left are fewer
+-- than min_group_size, the smallest remaining combination joins them. Team, site, FTE, exact
+-- hire month, last month in scope and rehires stay in restricted.dim_employee.
+with step_0 as (
     select
         person_key,
-        date_trunc('month', min(hire_date))::date as first_hire_month,
-        count(*) as employment_spells,
-    from spells
-    group by person_key
+        role_family,
+        skill_level,
+        year(first_hire_month) as first_hire_year,
+        is_active,
+    from {{ ref('restricted_dim_employee') }}
+),
+
+step_1 as (
+    select
+        * replace (
+            case
+                when
+                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
+                    >= {{ var('min_group_size') }} then first_hire_year
+            end as first_hire_year
+        ),
+    from step_0
+),
+
+step_2 as (
+    select
+        * replace (
+            case
+                when
+                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
+                    >= {{ var('min_group_size') }} then skill_level
+            end as skill_level
+        ),
+    from step_1
+),
+
+step_3 as (
+    select
+        * replace (
+            case
+                when
+                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
+                    >= {{ var('min_group_size') }} then role_family
+            end as role_family
+        ),
+    from step_2
+),
+
+step_4 as (
+    select
+        * replace (
+            case
+                when
+                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
+                    >= {{ var('min_group_size') }} then is_active
+            end as is_active
+        ),
+    from step_3
+),
+
+combinations as (
+    select
+        *,
+        coalesce(role_family, skill_level::varchar, first_hire_year::varchar, is_active::varchar) is null
+            as nothing_left,
+        count(*) over (partition by role_family, skill_level, first_hire_year, is_active) as combination_size,
+    from step_4
+),
+
+-- the smallest combination that still says something joins the withheld people when they alone
+-- would be fewer than min_group_size
+merged as (
+    select
+        role_family,
+        skill_level,
+        first_hire_year,
+        is_active,
+        true as withheld,
+    from combinations
+    where
+        not nothing_left
+        and (select count(*) from combinations as c where c.nothing_left)
+        between 1 and {{ var('min_group_size') | int - 1 }}
+    order by combination_size, role_family, skill_level, first_hire_year, is_active
+    limit 1
 ),
 
 final as (
     select
-        l.person_key,
-        l.team,
-        l.role_family,
-        l.skill_level,
-        l.site,
-        l.fte,
-        l.month as last_month_in_scope,
-        l.active_at_month_end and l.month = (select max(p.month) from panel as p) as is_active,
-        s.first_hire_month,
-        s.employment_spells,
-        l.first_certified_month,
-    from latest as l
-    left join spell_summary as s
-        on s.person_key = l.person_key
+        c.person_key,
+        case when m.withheld is null then c.role_family end as role_family,
+        case when m.withheld is null then c.skill_level end as skill_level,
+        case when m.withheld is null then c.first_hire_year end as first_hire_year,
+        case when m.withheld is null then c.is_active end as is_active,
+    from combinations as c
+    left join merged as m
+        on
+            m.role_family is not distinct from c.role_family
+            and m.skill_level is not distinct from c.skill_level
+            and m.first_hire_year is not distinct from c.first_hire_year
+            and m.is_active is not distinct from c.is_active
 )
 
 select * from final

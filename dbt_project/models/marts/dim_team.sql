@@ -1,43 +1,50 @@
--- One row per team (infrastructure teams are named after the cluster they run).
-with panel as (
-    select * from {{ ref('int_engineer_months') }}
+-- Analyst-facing teams: restricted.dim_team with the current headcount of a team suppressed when
+-- it is 1..min_group_size-1 people or certification_coverage hides the team in the last month
+-- (the two are the same figure).
+with detail as (
+    select * from {{ ref('restricted_dim_team') }}
 ),
 
-fleet as (
-    select * from {{ ref('int_fleet_months') }}
-),
-
-teams as (
-    select team from panel where team is not null
-    union
-    select cluster from fleet
-),
-
-latest_fleet as (
-    select * from fleet
-    qualify row_number() over (partition by cluster order by month desc) = 1
-),
-
-headcount as (
+latest_coverage as (
     select
-        p.team,
-        count(*) as current_headcount
-    from panel as p
-    where p.active_at_month_end and p.month = (select max(latest.month) from panel as latest)
-    group by p.team
+        segment_value as team,
+        suppressed,
+    from {{ ref('certification_coverage') }}
+    where
+        segment_type = 'team'
+        and month_end = (select max(c.month_end) from {{ ref('certification_coverage') }} as c)
+),
+
+flagged as (
+    select
+        d.*,
+        coalesce(c.suppressed, false) and d.current_headcount > 0 as coverage_hidden,
+    from detail as d
+    left join latest_coverage as c on c.team = d.team
+),
+
+suppressed as (
+    {{ suppress_small_groups(
+        'flagged',
+        size='current_headcount',
+        primary='current_headcount between 1 and ' ~ (var('min_group_size') | int - 1) ~ ' or coverage_hidden',
+        reason="case when current_headcount < " ~ var('min_group_size') ~ " then 'fewer than "
+            ~ var('min_group_size') ~ " people' else 'certification_coverage hides this team in the last month' end",
+        measures=['current_headcount'],
+    ) }}
 ),
 
 final as (
     select
-        t.team,
-        f.site,
-        f.gpu_count as current_gpu_count,
-        f.fleet_size_class as current_fleet_size_class,
-        coalesce(h.current_headcount, 0) as current_headcount,
-        f.cluster is not null as runs_cluster,
-    from teams as t
-    left join latest_fleet as f on f.cluster = t.team
-    left join headcount as h on h.team = t.team
+        team,
+        site,
+        current_gpu_count,
+        current_fleet_size_class,
+        current_headcount,
+        runs_cluster,
+        suppressed,
+        suppression_reason,
+    from suppressed
 )
 
 select * from final

@@ -1,2 +1,16 @@
 -- GPU count per cluster at each month end (latest snapshot on or before it) and its size class.
-select * from {{ ref('int_fleet_months') }}
+with fleet as (
+    select * from {{ ref('int_fleet_months') }}
+),
+
+final as (
+    select
+        last_day(month)::date as month_end,
+        cluster,
+        site,
+        gpu_count,
+        fleet_size_class,
+    from fleet
+)
+
+select * from final

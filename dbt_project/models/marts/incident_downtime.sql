@@ -1,22 +1,32 @@
--- Downtime per quarter by the certification status of the primary responder at opening.
--- All incidents count; those without a linked primary responder are 'unmatched'.
-with incidents as (
-    select * from {{ ref('int_incidents') }}
+-- Analyst-facing incident downtime: restricted.incident_downtime with rows whose incidents come
+-- from 1..min_group_size-1 primary responders suppressed. Incidents nobody could be linked to
+-- (unmatched, 0 responders) describe no person and stay. Line: the statuses of a quarter add up
+-- to its incidents.
+with detail as (
+    select * from {{ ref('restricted_incident_downtime') }}
+),
+
+suppressed as (
+    {{ suppress_small_groups(
+        'detail',
+        size='responders',
+        measures=['incidents', 'responders', 'downtime_minutes', 'gpu_hours_lost'],
+        lines=['quarter'],
+        order_by='certification_status',
+    ) }}
 ),
 
 final as (
     select
         quarter,
-        case
-            when person_key is null then 'unmatched'
-            when is_certified then 'certified'
-            else 'not_certified'
-        end as certification_status,
-        count(*) as incidents,
-        coalesce(sum(downtime_minutes), 0) as downtime_minutes,
-        coalesce(sum(gpus_affected * downtime_minutes) / 60.0, 0) as gpu_hours_lost,
-    from incidents
-    group by all
+        certification_status,
+        incidents,
+        responders,
+        downtime_minutes,
+        gpu_hours_lost,
+        suppressed,
+        suppression_reason,
+    from suppressed
 )
 
 select * from final

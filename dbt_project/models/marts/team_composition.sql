@@ -1,90 +1,64 @@
--- Actual team make-up at month end against the template for the team's fleet size class.
--- Rows: every (team, role_family) with people, plus template roles the team lacks.
-with panel as (
-    select * from {{ ref('int_engineer_months') }}
-    where active_at_month_end
+-- Analyst-facing team composition: restricted.team_composition with every (team, role_family)
+-- cell of 1..min_group_size-1 people suppressed, and every cell whose team or role family
+-- certification_coverage hides on the same day (the cells add up to those rows). Lines: the roles
+-- of a team add up to the team, the teams of a role to the role family. The template columns
+-- describe the template, not people, and stay.
+with detail as (
+    select * from {{ ref('restricted_team_composition') }}
 ),
 
-fleet as (
-    select * from {{ ref('int_fleet_months') }}
-),
-
-template as (
+coverage as (
     select
-        *,
-        list_transform(string_split(required_certification_codes, ';'), lambda x: upper(trim(x))) as required_codes,
-    from {{ ref('team_template_requirements') }}
+        month_end,
+        segment_type,
+        segment_value,
+        suppressed,
+    from {{ ref('certification_coverage') }}
+    where segment_type in ('team', 'role_family')
 ),
 
-team_months as (
-    select distinct
-        month,
-        team
-    from panel where team is not null
+flagged as (
+    select
+        d.*,
+        coalesce(t.suppressed, false) or coalesce(r.suppressed, false) as coverage_hidden,
+    from detail as d
+    left join coverage as t
+        on t.month_end = d.month_end and t.segment_type = 'team' and t.segment_value = d.team
+    left join coverage as r
+        on r.month_end = d.month_end and r.segment_type = 'role_family' and r.segment_value = d.role_family
 ),
 
-actual as (
-    select
-        p.month,
-        p.team,
-        p.role_family,
-        count(*) as headcount,
-        list(p.skill_level) as levels,
-        list(p.active_certification_codes) as code_lists,
-    from panel as p
-    where p.team is not null
-    group by all
-),
-
-template_rows as (
-    select
-        tm.month,
-        tm.team,
-        t.role_family
-    from team_months as tm
-    inner join fleet as f on f.cluster = tm.team and f.month = tm.month
-    inner join template as t on t.fleet_size_class = f.fleet_size_class
-    where t.headcount > 0
-),
-
-grid as (
-    select
-        month,
-        team,
-        role_family
-    from actual
-    union
-    select
-        month,
-        team,
-        role_family
-    from template_rows
+suppressed as (
+    {{ suppress_small_groups(
+        'flagged',
+        size='headcount',
+        primary='headcount between 1 and ' ~ (var('min_group_size') | int - 1) ~ ' or (coverage_hidden and headcount > 0)',
+        reason="case when headcount < " ~ var('min_group_size') ~ " then 'fewer than " ~ var('min_group_size')
+            ~ " people' else 'certification_coverage hides this team or role family on this day' end",
+        measures=['headcount', 'headcount_gap', 'headcount_in_level_band', 'required_cert_compliant_headcount'],
+        lines=['month_end, team', 'month_end, role_family'],
+        order_by='team, role_family',
+    ) }}
 ),
 
 final as (
     select
-        g.month,
-        g.team,
-        coalesce(g.role_family, 'unknown') as role_family,
-        f.fleet_size_class,
-        f.gpu_count,
-        coalesce(a.headcount, 0) as headcount,
-        coalesce(t.headcount, 0) as template_headcount,
-        coalesce(t.headcount, 0) - coalesce(a.headcount, 0) as headcount_gap,
-        t.level_min,
-        t.level_max,
-        -- (RF02: sqlfluff reads the lambda parameters l and c as unqualified columns)
-        coalesce(len(list_filter(a.levels, lambda l: l between t.level_min and t.level_max)), 0) as headcount_in_level_band,  -- noqa: RF02
-        t.required_certification_codes,
-        coalesce(len(list_filter(a.code_lists, lambda c: list_has_all(c, coalesce(t.required_codes, []::varchar[])))), 0) as fully_compliant_headcount,  -- noqa: RF02
-        coalesce(a.headcount, 0) >= {{ min_group_size() }} as group_size_ok,
-    from grid as g
-    left join actual as a
-        on a.month = g.month and a.team = g.team and a.role_family is not distinct from g.role_family
-    left join fleet as f
-        on f.cluster = g.team and f.month = g.month
-    left join template as t
-        on t.fleet_size_class = f.fleet_size_class and t.role_family = g.role_family
+        month_end,
+        team,
+        role_family,
+        fleet_size_class,
+        gpu_count,
+        headcount,
+        template_headcount,
+        headcount_gap,
+        level_min,
+        level_max,
+        headcount_in_level_band,
+        required_certification_codes,
+        required_cert_compliant_headcount,
+        suppressed,
+        suppression_reason,
+    from suppressed
 )
 
 select * from final

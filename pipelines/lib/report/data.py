@@ -2,8 +2,12 @@
 
 The report only ever sees aggregated, pseudonymised marts: person-level tables (`dim_employee`,
 `identity_match`, anything outside the list below) are never read, so no figure can name a
-person. The file is opened read-only and closed before rendering starts, because a nightly
-publish replaces the file and a held handle would block analysts' read-only opens elsewhere.
+person. The published marts suppress small groups; the report sums segments into totals and
+applies its own suppression to what it prints, so when the pipeline's build file is at hand
+its unsuppressed aggregates (schema `restricted`, same tables and columns) are read instead of
+the published copies. Files are opened read-only and closed before rendering starts, because a
+nightly publish replaces the published file and a held handle would block analysts' read-only
+opens elsewhere.
 """
 
 from __future__ import annotations
@@ -35,6 +39,19 @@ REPORT_TABLES = (
 )
 
 
+# Grain of the report's marts that the analyst-facing file suppresses: the restricted rows are
+# matched to their published rows on it, to learn which ones the marts hide.
+GRAIN = {
+    "certification_coverage": ("month_end", "segment_type", "segment_value"),
+    "attrition": ("period_type", "period_start", "segment_type", "segment_value"),
+    "incident_rates": ("row_key",),
+    "training_spend": ("quarter", "spend_category"),
+    "incident_downtime": ("quarter", "certification_status"),
+    "team_composition": ("month_end", "team", "role_family"),
+    "level_mix": ("month_end", "role_family", "skill_level"),
+}
+
+
 @dataclass(frozen=True)
 class Marts:
     tables: dict[str, pd.DataFrame]
@@ -48,8 +65,11 @@ class Marts:
         return name in self.tables
 
 
-def load_marts(published_db: Path) -> Marts:
-    """Copy the report's marts into memory (they are small aggregates) and close the file."""
+def load_marts(published_db: Path, restricted_db: Path | None = None) -> Marts:
+    """Copy the report's marts into memory (they are small aggregates) and close the file.
+
+    `restricted_db` (the build file, when given and present): its `restricted.<mart>` tables
+    replace the published `marts.<mart>` of the same name."""
     published_db = Path(published_db)
     if not published_db.is_file():
         raise FileNotFoundError(
@@ -68,13 +88,63 @@ def load_marts(published_db: Path) -> Marts:
                 where[name] = schema
         for name, schema in where.items():
             tables[name] = con.execute(f'select * from "{schema}"."{name}"').df()
+    if restricted_db is not None and Path(restricted_db).is_file():
+        with db.connect(restricted_db, read_only=True) as con:
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables "
+                "where table_schema = 'restricted' and table_name in (select unnest(?))",
+                [list(REPORT_TABLES)],
+            ).fetchall():
+                tables[name] = con.execute(_restricted_sql(con, name)).df()
     for df in tables.values():
-        for col in ("month", "period_start", "quarter"):
+        for col in ("month_end", "period_start", "quarter"):
             if col in df.columns and df[col].dtype != object:
                 df[col] = pd.to_datetime(df[col]).dt.date
             elif col in df.columns:
                 df[col] = df[col].map(_as_date)
+        if "month_end" in df.columns:
+            # Month-end snapshots are keyed by their month's first day inside the report, the way
+            # Quarter.months and Quarter.last_month name months.
+            df["month"] = df["month_end"].map(
+                lambda d: d.replace(day=1) if isinstance(d, date) else d
+            )
     return Marts(tables=tables, source=published_db)
+
+
+def _restricted_sql(con, name: str) -> str:
+    """The restricted rows of a mart, with `published_suppressed` (true where the published
+    mart of the same build hides the row) when that mart suppresses."""
+    flagged = con.execute(
+        "select count(*) from duckdb_columns() where schema_name = 'marts' "
+        "and table_name = ? and column_name = 'suppressed'",
+        [name],
+    ).fetchone()[0]
+    if not flagged or name not in GRAIN:
+        return f'select * from restricted."{name}"'
+    keys = ", ".join(f'"{c}"' for c in GRAIN[name])
+    return (
+        f'select r.*, coalesce(m.suppressed, true) as published_suppressed from restricted."{name}" '
+        f'as r left join (select {keys}, suppressed from marts."{name}") as m using ({keys})'
+    )
+
+
+def hidden_in_marts(df: pd.DataFrame | None, key: str) -> set:
+    """Values of `key` on the rows the analyst-facing marts hide (`published_suppressed`);
+    empty when the frame did not come from the restricted layer."""
+    if df is None or "published_suppressed" not in df.columns:
+        return set()
+    return set(df.loc[df["published_suppressed"].fillna(True).astype(bool), key])
+
+
+def coverage_hidden(marts: Marts, month: date, segment_type: str) -> set[str]:
+    """Segment values certification_coverage hides on `month` in the analyst-facing marts: a
+    total the report builds from another mart (a team, a role family, a level) is the same
+    figure, so the report hides it too."""
+    cov = marts.get("certification_coverage")
+    if cov is None:
+        return set()
+    rows = cov[(cov["month"] == month) & (cov["segment_type"] == segment_type)]
+    return {str(v) for v in hidden_in_marts(rows, "segment_value")}
 
 
 def _as_date(v: object) -> object:

@@ -181,16 +181,20 @@ def render_report(
     assumptions_path: Path | None = None,
     worked_example_path: Path | None = None,
     skill_levels_path: Path | None = None,
+    restricted_db: Path | None = None,
 ) -> dict[str, Any]:
     """Render `<out_dir>/<quarter>/talent-report.html` and `.pdf` from the published marts, and
     the full per-team tables as CSV files in `<out_dir>/<quarter>/appendix/`.
+
+    `restricted_db` (the pipeline's build file): its unsuppressed aggregates replace the
+    published marts of the same name, so totals are whole; the report suppresses what it prints.
 
     Refuses (ValueError) a quarter the data do not cover in full, naming the range that exists.
     Returns the paths, the quarter, the section ids with their availability, the number of
     charts, the findings and the appendix files.
     """
     q = Quarter.parse(quarter)
-    marts = load_marts(Path(published_db))  # closed again before rendering
+    marts = load_marts(Path(published_db), restricted_db)  # closed again before rendering
     check_quarter(q, data_months(marts), Path(published_db))
     inputs = load_inputs(assumptions_path, worked_example_path, skill_levels_path)
     if targets is not None:

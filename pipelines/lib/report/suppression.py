@@ -12,7 +12,7 @@ The functions are pure and know nothing about the report, so they can be tested 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -21,7 +21,10 @@ K = TypeVar("K", bound=Hashable)
 def is_small(size: float | None, threshold: int) -> bool:
     """A group of 1..threshold-1 people is too small to show. Empty groups say nothing about
     anyone, and an unknown size is treated as small (fail closed)."""
-    if size is None or size != size:  # None or NaN
+    try:
+        if size is None or bool(size != size):  # None or NaN
+            return True
+    except TypeError:  # pandas.NA: a count the published mart suppressed
         return True
     return 0 < size < threshold
 
@@ -39,16 +42,21 @@ def _complete(
     return min(visible, key=lambda k: (sizes[k], keys.index(k)))
 
 
-def suppression_mask(sizes: Mapping[K, float | None], threshold: int = 5) -> dict[K, bool]:
+def suppression_mask(
+    sizes: Mapping[K, float | None], threshold: int = 5, also_hidden: Iterable[K] = ()
+) -> dict[K, bool]:
     """Which cells of one line (a set of groups whose total is shown) to hide.
 
     `sizes` maps each cell to the number of people it describes. Returns cell -> hidden.
-    Primary: groups smaller than `threshold`. Complementary: if exactly one cell is hidden and
-    another non-empty cell exists, the smallest such cell is hidden as well.
+    Primary: groups smaller than `threshold`, and the cells of `also_hidden` (hidden in another
+    publication of the same figures, the analyst-facing marts: hiding at least what they hide
+    keeps the two from giving each other's hidden cells away). Complementary: if exactly one
+    cell is hidden and another non-empty cell exists, the smallest such cell is hidden as well.
     """
     if threshold < 1:
         raise ValueError(f"The minimum group size must be at least 1, got {threshold}.")
-    hidden = {k for k, v in sizes.items() if is_small(v, threshold)}
+    extra = set(also_hidden)
+    hidden = {k for k, v in sizes.items() if is_small(v, threshold) or k in extra}
     if len(hidden) == 1:
         extra = _complete(sizes, hidden)
         if extra is not None:

@@ -17,6 +17,7 @@ from pipelines.lib.roi.model import LINE_ITEMS, compute_items, floor_percent, se
 from pipelines.lib.roi.scenario import Scenario, load_scenario, run_scenario, scenario_drivers
 from pipelines.lib.roi.warehouse import (
     INPUT_MARTS,
+    INPUT_SCHEMAS,
     OUTPUT_TABLES,
     build_roi_tables,
     read_marts,
@@ -26,6 +27,7 @@ from pipelines.lib.roi.warehouse import (
 __all__ = [
     "DEFAULT_ASSUMPTIONS_PATH",
     "INPUT_MARTS",
+    "INPUT_SCHEMAS",
     "LINE_ITEMS",
     "OUTPUT_TABLES",
     "Assumption",

@@ -1,7 +1,9 @@
 """ROI over the warehouse: drivers from the marts, three output tables.
 
 Pure functions over Polars LazyFrames (no Dagster, no DuckDB) plus two thin I/O helpers
-(`read_marts`, `write_tables`). Tables written to schema `marts` of the build file:
+(`read_marts`, `write_tables`). Inputs come from schema `restricted` (the dbt marts'
+unsuppressed detail) and `marts` (certification_effect). Tables written to schema `restricted`
+of the build file, and their analyst-facing form to `marts` (roi_by_period: totals only):
 
 `roi_by_period` - grain (period_type, period_start); period_type in quarter, year.
     period_start / period_end (DATE, first and last day), every driver column (see
@@ -30,6 +32,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from pipelines.lib import db
 from pipelines.lib.roi.assumptions import Assumption, RoiInputError, base_params
 from pipelines.lib.roi.model import (
     DRIVER_COLUMNS,
@@ -53,11 +56,11 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
         "discount_usd",
         "training_hours",
     ),
-    "contractor_costs": ("month", "hours"),
-    "fleet_size": ("month", "cluster", "gpu_count"),
+    "contractor_costs": ("period_start", "hours"),
+    "fleet_size": ("month_end", "cluster", "gpu_count"),
     "incident_downtime": ("quarter", "certification_status", "gpu_hours_lost"),
     "certification_effect": ("metric", "estimate", "ci_low", "ci_high"),
-    "certification_coverage": ("month", "segment_type", "coverage_share"),
+    "certification_coverage": ("month_end", "segment_type", "any_cert_share"),
     "attrition": (
         "period_type",
         "period_start",
@@ -67,6 +70,26 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
     ),
 }
 OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
+# Where each input is read in the build file: the dbt marts' unsuppressed detail lives in schema
+# `restricted` (the published `marts.*` hide small groups, which would drop spend and exits from
+# the sums); the statistics and the fleet (no people in it) are read from `marts`.
+INPUT_SCHEMAS = {
+    name: "marts" if name in ("certification_effect", "fleet_size") else "restricted"
+    for name in INPUT_MARTS
+}
+# The analyst-facing roi_by_period keeps the totals only: its per-driver columns (apprentices,
+# bootcamp fees, certified exits of one quarter, ...) would repeat the training_spend and
+# attrition cells that are suppressed there. The full table stays in restricted.roi_by_period.
+PUBLISHED_BY_PERIOD = (
+    "period_type",
+    "period_start",
+    "period_end",
+    "investment_usd",
+    "return_usd",
+    "net_return_usd",
+    "net_roi",
+    "gross_return_multiple",
+)
 
 COURSE_CATEGORIES = ("online", "internal", "vendor_partnership", "apprenticeship")
 # bootcamps and vendor programmes include lab access (seed-facts.md "Ways to accelerate training")
@@ -142,7 +165,7 @@ def contractor_drivers(contractor_costs: pl.LazyFrame, baseline_months: int) -> 
     before in-house engineers took over)."""
     n = max(1, int(baseline_months))
     monthly = (
-        contractor_costs.group_by(pl.col("month").cast(pl.Date))
+        contractor_costs.group_by(month=pl.col("period_start").cast(pl.Date))
         .agg(hours=_f("hours").sum())
         .sort("month")
     )
@@ -160,11 +183,11 @@ def fleet_drivers(fleet_size: pl.LazyFrame, coverage: pl.LazyFrame) -> pl.LazyFr
     uncertified, so missing data never inflates the return."""
     share = (
         coverage.filter(pl.col("segment_type") == "all")
-        .group_by(pl.col("month").cast(pl.Date))
-        .agg(share=_f("coverage_share").mean())
+        .group_by(month=pl.col("month_end").cast(pl.Date).dt.month_start())
+        .agg(share=_f("any_cert_share").mean())
     )
     monthly = (
-        fleet_size.group_by(pl.col("month").cast(pl.Date))
+        fleet_size.group_by(month=pl.col("month_end").cast(pl.Date).dt.month_start())
         .agg(gpus=_f("gpu_count").sum())
         .join(share, on="month", how="left")
     )
@@ -415,20 +438,21 @@ def read_marts(
     """Read input marts through Arrow into Polars; a missing mart or column is named."""
     out = {}
     for name in names:
+        schema = INPUT_SCHEMAS.get(name, "marts")
         exists = con.execute(
-            "select count(*) from information_schema.tables where table_schema = 'marts' and table_name = ?",
-            [name],
+            "select count(*) from information_schema.tables where table_schema = ? and table_name = ?",
+            [schema, name],
         ).fetchall()[0][0]
         if not exists:
             raise RoiInputError(
-                f"marts.{name} is missing from {db_label}: the ROI assets need it. Build it first "
-                f"(materialise marts/{name}), then rerun the ROI assets."
+                f"{schema}.{name} is missing from {db_label}: the ROI assets need it. Build it "
+                f"first (materialise {schema}/{name}), then rerun the ROI assets."
             )
-        frame = pl.from_arrow(con.sql(f"select * from marts.{name}").to_arrow_table())
+        frame = pl.from_arrow(con.sql(f"select * from {schema}.{name}").to_arrow_table())
         missing = [c for c in INPUT_MARTS.get(name, ()) if c not in frame.columns]
         if missing:
             raise RoiInputError(
-                f"marts.{name} in {db_label} lacks column(s) {', '.join(missing)} that the ROI "
+                f"{schema}.{name} in {db_label} lacks column(s) {', '.join(missing)} that the ROI "
                 "model reads (docs/architecture.md lists them); rebuild the mart"
             )
         out[name] = frame.lazy()
@@ -436,16 +460,64 @@ def read_marts(
 
 
 TABLE_COMMENTS = {
-    "roi_by_period": "ROI per period. Grain: (period_type in quarter/year, period_start).",
-    "roi_summary": "ROI line items over the data window. Grain: (category, item).",
-    "roi_sensitivity": "ROI tornado: each assumption at low and high, others at base. Grain: assumption.",
+    "roi_by_period": "ROI per quarter and calendar year: investment, return, net return and ratios "
+    "(totals only; the per-driver detail is restricted). Grain: (period_type in quarter/year, "
+    "period_start).",
+    "roi_summary": "ROI line items over the data window, with formula and inputs. "
+    "Grain: (category, item).",
+    "roi_sensitivity": "ROI tornado: each assumption at low and high, others at base. "
+    "Grain: assumption.",
+}
+
+COLUMN_COMMENTS = {
+    "roi_by_period": {
+        "period_type": "quarter or year",
+        "period_start": "first day of the quarter or calendar year",
+        "period_end": "first day after the period",
+        "investment_usd": "USD invested in the period (fees, materials, labs, time, support)",
+        "return_usd": "USD returned in the period (measured and stated returns)",
+        "net_return_usd": "return_usd - investment_usd",
+        "net_roi": "ratio (return - investment) / investment, e.g. 3.65 = 365 %; NULL when "
+        "nothing was invested",
+        "gross_return_multiple": "ratio return / investment; NULL when nothing was invested",
+    },
+    "roi_summary": {
+        "category": "investment or return",
+        "item": "line item key",
+        "label": "line item label",
+        "amount_usd": "USD over the data window (NULL when unavailable)",
+        "status": "investment, measured, stated (priced from stated per-GPU values) or unavailable",
+        "note": "why the line has its status",
+        "formula": "how the amount is computed",
+        "inputs": "the summed drivers and assumption values behind the amount",
+        "period_start": "first day of the data window",
+        "period_end": "last day of the data window",
+    },
+    "roi_sensitivity": {
+        "assumption": "the assumption varied",
+        "low_value": "its low value",
+        "base_value": "its base value",
+        "high_value": "its high value",
+        "roi_at_low": "net ROI (ratio) over the window with the assumption at low",
+        "roi_at_high": "net ROI (ratio) over the window with the assumption at high",
+        "base_roi": "net ROI (ratio) with every assumption at base",
+        "swing": "absolute difference roi_at_high - roi_at_low",
+    },
 }
 
 
+def published_form(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """What the analyst-facing copy of an ROI table holds (roi_by_period: totals only)."""
+    return df.select(PUBLISHED_BY_PERIOD) if name == "roi_by_period" else df
+
+
 def write_tables(con, tables: Mapping[str, pl.DataFrame]) -> None:
-    """Create or replace each table in schema marts (via Arrow) and comment it with its grain."""
-    con.execute("create schema if not exists marts")
+    """Create or replace each table in schema restricted (full) and marts (published form), with
+    table and column descriptions as comments."""
+    for schema in ("restricted", "marts"):
+        con.execute(f"create schema if not exists {schema}")
     for name, df in tables.items():
-        arrow = df.to_arrow()  # noqa: F841 - referenced by name in the SQL below
-        con.execute(f"create or replace table marts.{name} as select * from arrow")
-        con.execute(f"comment on table marts.{name} is '{TABLE_COMMENTS.get(name, name)}'")
+        for schema, frame in (("restricted", df), ("marts", published_form(name, df))):
+            arrow = frame.to_arrow()  # noqa: F841 - referenced by name in the SQL below
+            con.execute(f"create or replace table {schema}.{name} as select * from arrow")
+        db.describe(con, f"marts.{name}", TABLE_COMMENTS[name], COLUMN_COMMENTS[name])

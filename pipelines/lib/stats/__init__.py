@@ -55,7 +55,7 @@ from pipelines.lib.stats.prepare import (
     prepare_engineer_months,
     prepare_incidents,
 )
-from pipelines.lib.stats.result import EFFECT_COLUMNS, METRICS, effects_frame
+from pipelines.lib.stats.result import EFFECT_COLUMNS, METRICS, effects_frame, suppress_small_months
 
 __all__ = [
     "CONFIDENCE",
@@ -95,7 +95,7 @@ def analyse(
             mttr_ratio(inc, left_out, min_group_size),
             attrition_hazard_ratio(m, min_group_size),
         ]
-    return effects_frame(effects), study
+    return effects_frame(effects), suppress_small_months(study, min_group_size)
 
 
 def estimate_effects(engineer_months, incident_responses, min_group_size: int = 5) -> pd.DataFrame:
@@ -110,4 +110,4 @@ def event_study(engineer_months, incident_responses=None, min_group_size: int = 
     accepted for a uniform signature and not used."""
     m = prepare_engineer_months(engineer_months)
     with single_threaded_blas():
-        return _event_study(m, min_group_size)
+        return suppress_small_months(_event_study(m, min_group_size), min_group_size)

@@ -217,6 +217,16 @@ EVENT_STUDY_DESCRIPTIONS = {
     "estimate": "rate ratio against month -1 (NULL when suppressed or not estimable)",
     "ci_low": "lower end of the 95 % interval",
     "ci_high": "upper end of the 95 % interval",
-    "engineers": "engineers observed in that relative month",
-    "engineer_months": "exposure in that relative month",
+    "engineers": "engineers observed in that relative month (NULL when 1 to min_group_size - 1)",
+    "engineer_months": "exposure in that relative month (NULL with engineers)",
 }
+
+
+def suppress_small_months(study, min_group_size: int):
+    """The published event study: a relative month observed for 1..min_group_size-1 engineers
+    shows neither its engineers nor its exposure (its estimate is already NULL). The months add
+    up to no published total, so no second month needs hiding."""
+    small = (study["engineers"] >= 1) & (study["engineers"] < min_group_size)
+    out = study.astype({"engineers": "Int64", "engineer_months": "Float64"})
+    out.loc[small, ["engineers", "engineer_months"]] = None
+    return out

@@ -9,7 +9,7 @@ from datetime import date
 import pandas as pd
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, nice, num, pct, rate_ci, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
@@ -88,8 +88,11 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
     statuses = sorted(
         qa[qa["segment_type"] == "certification_status"]["segment_value"].dropna().unique()
     )
+    now = qa[(qa["period_start"] == q.start) & (qa["segment_type"] == "certification_status")]
     mask = suppression_mask(
-        {s: w.totals("certification_status", s, [q.start])[1] for s in statuses}, thr
+        {s: w.totals("certification_status", s, [q.start])[1] for s in statuses},
+        thr,
+        also_hidden=hidden_in_marts(now, "segment_value"),
     )
     rows, by_status = [], {}
     for seg_type, seg in [("certification_status", s) for s in statuses] + [("all", "all")]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, coverage_hidden
 from pipelines.lib.report.fmt import fig, month_label, nice, num, pct, sentence, signed, usd
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
@@ -101,7 +101,7 @@ def role_plans(cur: pd.DataFrame, basis: CostBasis | None) -> list[RolePlan]:
             if n:
                 s = _salary(basis, r["level_min"], r["level_max"])
                 hire_cost = None if s is None or hire_cost is None else hire_cost + n * s
-        to_train = float((part["headcount"] - part["fully_compliant_headcount"]).sum())
+        to_train = float((part["headcount"] - part["required_cert_compliant_headcount"]).sum())
         per = basis.training_per_engineer if basis else None
         out.append(
             RolePlan(
@@ -117,8 +117,8 @@ def role_plans(cur: pd.DataFrame, basis: CostBasis | None) -> list[RolePlan]:
     return sorted(out, key=lambda p: p.role)
 
 
-def _plan_table(f: CompositionFacts, thr: int, when: str) -> Table:
-    mask = suppression_mask({p.role: p.engineers for p in f.plans}, thr)
+def _plan_table(f: CompositionFacts, thr: int, when: str, hidden: set) -> Table:
+    mask = suppression_mask({p.role: p.engineers for p in f.plans}, thr, also_hidden=hidden)
     rows = [
         [
             nice(p.role),
@@ -156,7 +156,7 @@ def _plan_table(f: CompositionFacts, thr: int, when: str) -> Table:
     )
 
 
-def _teams(cur: pd.DataFrame, thr: int, when: str) -> tuple[str, list[Table]]:
+def _teams(cur: pd.DataFrame, thr: int, when: str, hidden: set) -> tuple[str, list[Table]]:
     t = (
         cur.groupby("team")
         .agg(
@@ -168,7 +168,7 @@ def _teams(cur: pd.DataFrame, thr: int, when: str) -> tuple[str, list[Table]]:
         .reset_index()
         .sort_values("team")
     )
-    mask = suppression_mask(dict(zip(t["team"], t["headcount"], strict=True)), thr)
+    mask = suppression_mask(dict(zip(t["team"], t["headcount"], strict=True)), thr, hidden)
     rows, names, diff = [], [], {}
     for r in t.itertuples():
         name, h = str(r.team), mask[r.team]
@@ -232,7 +232,9 @@ def template_levels(cur: pd.DataFrame) -> dict[int, float]:
     return {lv: n / total for lv, n in seats.items()} if total else {}
 
 
-def _level_mix(lm: pd.DataFrame, cur_tc: pd.DataFrame, q: Quarter, thr: int) -> str | None:
+def _level_mix(
+    lm: pd.DataFrame, cur_tc: pd.DataFrame, q: Quarter, thr: int, hidden: set
+) -> str | None:
     """Level mix of all engineers against the template's; the labels carry count and share,
     so no table repeats the chart."""
     cur = lm[lm["month"] == q.last_month].groupby("skill_level")["headcount"].sum()
@@ -240,7 +242,8 @@ def _level_mix(lm: pd.DataFrame, cur_tc: pd.DataFrame, q: Quarter, thr: int) -> 
         return None
     tpl = template_levels(cur_tc) if not cur_tc.empty else {}
     levels = sorted({int(v) for v in cur.index} | set(tpl))
-    mask = suppression_mask({lv: float(cur.get(lv, 0)) for lv in levels}, thr)
+    hidden_levels = {int(v) for v in hidden if str(v).isdigit()}
+    mask = suppression_mask({lv: float(cur.get(lv, 0)) for lv in levels}, thr, hidden_levels)
     total = float(cur.sum())
     share = {lv: None if mask[lv] else float(cur.get(lv, 0)) / total for lv in levels}
     return charts.bar_chart(
@@ -278,12 +281,14 @@ def composition_section(
             else None,
             plans=role_plans(cur, basis),
         )
-        section.tables.append(_plan_table(facts, thr, when))
-        chart, tables = _teams(cur, thr, when)
+        roles = coverage_hidden(marts, q.last_month, "role_family")
+        section.tables.append(_plan_table(facts, thr, when, roles))
+        chart, tables = _teams(cur, thr, when, coverage_hidden(marts, q.last_month, "team"))
         section.charts.append(chart)
         section.tables += tables
         section.lead = _lead(facts)
-    mix = _level_mix(lm, cur, q, thr) if lm is not None else None
+    levels = coverage_hidden(marts, q.last_month, "level")
+    mix = _level_mix(lm, cur, q, thr, levels) if lm is not None else None
     if mix:
         section.charts.append(mix)
     if not section.tables and not section.charts:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, fraction, month_label, num, pct, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
@@ -52,10 +52,10 @@ def _snapshot(allrows: pd.DataFrame, month) -> Snapshot | None:
     r = allrows.loc[month]
     return Snapshot(
         headcount=float(r["headcount"]),
-        certified=float(r["certified_headcount"]),
-        compliant=float(r["fully_compliant_headcount"]),
-        coverage=fraction(r["coverage_share"]),
-        compliance=fraction(r["compliance_share"]),
+        certified=float(r["any_cert_headcount"]),
+        compliant=float(r["required_cert_compliant_headcount"]),
+        coverage=fraction(r["any_cert_share"]),
+        compliance=fraction(r["required_cert_compliance_share"]),
         expiring_90d=float(r["expiring_next_90d"]),
     )
 
@@ -64,10 +64,10 @@ def _trend(allrows: pd.DataFrame, q: Quarter, target: float) -> str:
     months = [m for m in months_up_to(q) if m in allrows.index]
     series = {
         "holds ≥1 active certification": [
-            fraction(allrows.loc[m, "coverage_share"]) for m in months
+            fraction(allrows.loc[m, "any_cert_share"]) for m in months
         ],
         "meets all role requirements": [
-            fraction(allrows.loc[m, "compliance_share"]) for m in months
+            fraction(allrows.loc[m, "required_cert_compliance_share"]) for m in months
         ],
     }
     return charts.line_chart(
@@ -85,17 +85,21 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: float, total: list) 
     teams = cov[(cov["segment_type"] == "team") & (cov["month"] == q.last_month)].sort_values(
         "segment_value"
     )
-    mask = suppression_mask(dict(zip(teams["segment_value"], teams["headcount"], strict=True)), thr)
+    mask = suppression_mask(
+        dict(zip(teams["segment_value"], teams["headcount"], strict=True)),
+        thr,
+        also_hidden=hidden_in_marts(teams, "segment_value"),
+    )
     rows, names, share = [], [], {}
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]
-        s = fraction(r.compliance_share)
+        s = fraction(r.required_cert_compliance_share)
         rows.append(
             [
                 name,
                 shown(r.headcount, h, thr),
-                shown(r.certified_headcount, h, thr),
-                shown(r.fully_compliant_headcount, h, thr),
+                shown(r.any_cert_headcount, h, thr),
+                shown(r.required_cert_compliant_headcount, h, thr),
                 mask_label(thr) if h else pct(s),
             ]
         )

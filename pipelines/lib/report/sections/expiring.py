@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, month_label, num, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
@@ -36,7 +36,11 @@ def expiring_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Expir
     if teams.empty or allrow.empty:
         why = f"Not available: no snapshot for {month_label(q.last_month)}."
         return unavailable(sid, title, why), None
-    mask = suppression_mask(dict(zip(teams["segment_value"], teams["headcount"], strict=True)), thr)
+    mask = suppression_mask(
+        dict(zip(teams["segment_value"], teams["headcount"], strict=True)),
+        thr,
+        also_hidden=hidden_in_marts(teams, "segment_value"),
+    )
     rows, names, count = [], [], {}
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]

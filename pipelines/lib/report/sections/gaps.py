@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, coverage_hidden
 from pipelines.lib.report.fmt import fig, month_label, nice, num, pct, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
@@ -39,7 +39,7 @@ def by_role(tc: pd.DataFrame) -> pd.DataFrame:
         .agg(
             headcount=("headcount", "sum"),
             template=("template_headcount", "sum"),
-            compliant=("fully_compliant_headcount", "sum"),
+            compliant=("required_cert_compliant_headcount", "sum"),
             codes=("required_certification_codes", _codes),
         )
         .reset_index()
@@ -57,7 +57,11 @@ def gaps_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, GapFacts 
         why = f"Not available: no team composition for {month_label(q.last_month)}."
         return unavailable(sid, title, why), None
     g = by_role(cur)
-    mask = suppression_mask(dict(zip(g["role_family"], g["headcount"], strict=True)), thr)
+    mask = suppression_mask(
+        dict(zip(g["role_family"], g["headcount"], strict=True)),
+        thr,
+        also_hidden=coverage_hidden(marts, q.last_month, "role_family"),
+    )
     rows, names, vals, labels = [], [], [], []
     for r in g.itertuples():
         h = mask[r.role_family]

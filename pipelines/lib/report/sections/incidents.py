@@ -10,7 +10,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, interval, nice, num, ratio, sentence
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table, unavailable
@@ -65,7 +65,7 @@ def _event_charts(es: pd.DataFrame | None, thr: int, notes: list) -> list[str]:
     out = []
     for metric in sorted(es["metric"].unique()) if es is not None and not es.empty else []:
         m = es[es["metric"] == metric].sort_values("relative_month")
-        hidden = m["engineers"] < thr
+        hidden = ~(m["engineers"].astype("float64") >= thr)  # NULL: suppressed upstream
         if hidden.any():
             notes.append(
                 f"{nice(metric)}: {int(hidden.sum())} relative months with fewer than "
@@ -140,7 +140,9 @@ def _status_rows(st: pd.DataFrame, thr: int) -> list[list]:
     )
     groups = st[st["certification_status"] != "all"]
     mask = suppression_mask(
-        dict(zip(groups["certification_status"], groups["engineers"], strict=True)), thr
+        dict(zip(groups["certification_status"], groups["engineers"], strict=True)),
+        thr,
+        also_hidden=hidden_in_marts(groups, "certification_status"),
     )
     rows = []
     for r in st.itertuples():

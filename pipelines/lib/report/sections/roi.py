@@ -15,7 +15,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pipelines.lib.report import charts
-from pipelines.lib.report.data import Marts
+from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, money, nice, num, roi_pct, sentence, usd, window_label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table, unavailable
@@ -114,7 +114,11 @@ def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section
         return
 
     total = _spend_figures(ts, q, facts)
-    mask = suppression_mask(dict(zip(cur["spend_category"], cur["participants"], strict=True)), thr)
+    mask = suppression_mask(
+        dict(zip(cur["spend_category"], cur["participants"], strict=True)),
+        thr,
+        also_hidden=hidden_in_marts(cur, "spend_category"),
+    )
     rows = []
     for r in cur.itertuples():
         h = mask[r.spend_category]
