@@ -512,8 +512,8 @@ def test_effects_read_as_findings_only_when_the_interval_excludes_one(report):
     text = _plain(report["text"])
     # incident_rate_ratio 0.72 (0.58-0.89) planted: a finding, with its plain comparison 0.95
     assert (
-        "Incidents: 28 % fewer incidents per engineer-month while certified than comparable "
-        "colleagues not yet certified (ratio 0.72, 95 % interval 0.58–0.89)" in text
+        "Incidents: 28 % fewer incidents per engineer-month while certified than in the same "
+        "engineers' months before certifying (ratio 0.72, 95 % interval 0.58–0.89)" in text
     )
     assert "a plain before/after comparison would say 0.95" in text
     # the attrition hazard interval (0.35-1.15) includes 1: no effect claimed

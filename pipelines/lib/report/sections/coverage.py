@@ -165,13 +165,19 @@ def coverage_section(
         fig("compliance", pct(now.compliance, 1)),
     ]
     chart, tables = _teams(cov, q, thr, target, total)
+    roles_known = now.compliance is not None and not pd.isna(now.compliance)
     lead = sentence(
-        "At the end of {month}, {cov} of {hc} engineers held at least one active certification "
-        "and {comp} met every certification their role requires (target {target}).",
+        "At the end of {month}, {cov} of {hc} engineers held at least one active certification"
+        + (
+            " and {comp} met every certification their role requires (target {target})."
+            if roles_known
+            else "; whether they meet their roles' requirements is not known, because no "
+            "engineer's role was delivered (no job history: see page 1)."
+        ),
         month=month_label(q.last_month),
         cov=fig("coverage", pct(now.coverage, 1)),
         hc=fig("headcount", num(now.headcount)),
-        comp=fig("compliance", pct(now.compliance, 1)),
+        **({"comp": fig("compliance", pct(now.compliance, 1))} if roles_known else {}),
         target=pct(target),
     )
     section = Section(sid, title, True, lead, [_trend(allrows, q, target), chart], tables)

@@ -31,6 +31,14 @@ EFFECT_TEXT = {
         "higher",
     ),
 }
+# Who a certified engineer is compared with (docs/statistics.md): incidents and time to restore
+# compare each engineer with their own months before certifying; an exit happens once, so
+# attrition compares engineers of the same tenure and level.
+COMPARED_WITH = {
+    "incident_rate_ratio": "than in the same engineers' months before certifying",
+    "mttr_ratio": "than in the same engineers' months before certifying",
+    "attrition_hazard_ratio": "than colleagues of the same tenure and level not certified",
+}
 PLAIN_KIND = {
     "incident_rate_ratio": "plain before/after comparison",
     "mttr_ratio": "plain before/after comparison",
@@ -163,11 +171,12 @@ def effect_sentence(e: Effect) -> Markup:
     when = f", {e.window}" if e.window else ""
     if e.finding:
         text = sentence(
-            "{label}: {change} {what} while certified than comparable colleagues not yet "
-            "certified (ratio {est}, 95 % interval {ci}{when})",
+            "{label}: {change} {what} while certified {compared} (ratio {est}, 95 % interval "
+            "{ci}{when})",
             label=label,
             change=_change(e.estimate, down, up),  # type: ignore[arg-type]
             what=what,
+            compared=COMPARED_WITH.get(e.metric, "than while not certified"),
             est=est,
             ci=ci,
             when=when,

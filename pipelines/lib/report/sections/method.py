@@ -10,14 +10,15 @@ from pipelines.lib.report.sections.base import Section
 from pipelines.lib.report.sections.effects import Effect
 
 CAVEAT = (
-    "What these figures can and cannot show: the estimates compare engineers after certifying "
-    "with colleagues not yet certified in the same calendar months, adjusting for level, tenure "
-    "and fleet growth. They are associations from observational data, not proof of cause: "
-    "engineers may certify after a bad quarter, experienced people certify earlier, incidents "
-    "have several responders, and small groups give wide intervals. The plain comparison (before "
-    "vs after, or ever vs never certified) is shown only to make the size of these biases "
-    "visible: it counts the months before certification as uncertified time of people who "
-    "were always going to certify."
+    "What these figures can and cannot show: incidents and time to restore compare each "
+    "engineer's months while certified with their own months before certifying, net of what "
+    "changed for everyone in the same calendar month; the three months of preparation just "
+    "before certifying count separately, so a bad spell that prompts someone to certify does "
+    "not pose as an effect. Attrition compares engineers of the same tenure and level. They are "
+    "associations from observational data, not proof of cause: what changes in a person's work "
+    "at the time they certify is not removed, and small groups give wide intervals. The plain "
+    "comparison (before vs after, or ever vs never certified) is shown only to make the size of "
+    "these biases visible."
 )
 
 GLOSSARY = [
@@ -149,16 +150,17 @@ def method_section(effects: dict[str, Effect], event_charts: list[str], thr: int
         if e.pretrend_p is not None:
             parts.append(
                 f"before certifying the rates {'already differed' if e.pretrend_rejected else 'did not differ'}"
-                f" (joint test of months −12 to −2, p = {e.pretrend_p:.3g})"
+                f" (pre-trend test of the months before certifying, p = {e.pretrend_p:.3g})"
             )
         if e.caveats:
             parts.append(e.caveats)
         notes.append("; ".join(parts) + ".")
     notes.append(CAVEAT)
     lead = (
-        "How the effect of certification is estimated. Each outcome of certified engineers is "
-        "compared with that of colleagues who certify later, in the same calendar months, so "
-        "that people who were going to certify anyway are compared like with like. The charts "
+        "How the effect of certification is estimated. Incidents and time to restore of "
+        "certified engineers are compared with the same engineers' months before they certified, "
+        "net of what changed for everyone in the same calendar months; voluntary exits with "
+        "colleagues of the same tenure and level. The charts "
         "show each outcome month by month around certification: flat months before it support "
         "the comparison. The last chart shows how far each assumption of the ROI model moves "
         "the net ROI on measured returns."
