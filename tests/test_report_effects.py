@@ -151,3 +151,22 @@ def test_a_return_resting_on_an_effect_not_shown_says_so(tmp_path):
         "Of the measured return, downtime avoided ($100,000) rests on an effect the data do not "
         "show (incidents)." in _plain(text)
     )
+
+
+def test_method_appendix_quotes_the_robustness_figure_beside_the_headline():
+    from pipelines.lib.report.sections.method import method_section
+
+    row = dict(
+        NEW,
+        robustness_estimate=0.66,
+        robustness_ci_low=0.55,
+        robustness_ci_high=0.79,
+        robustness_method="one indicator for all certified months",
+    )
+    with_it = method_section({"incident_rate_ratio": read_effect(pd.Series(row))}, [], 5)
+    without = method_section({"incident_rate_ratio": read_effect(pd.Series(NEW))}, [], 5)
+    assert (
+        "a simpler design (one indicator for all certified months) gives 0.66 (0.55–0.79)"
+        in with_it.notes[0]
+    )
+    assert "simpler design" not in without.notes[0]

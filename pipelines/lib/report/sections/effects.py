@@ -67,6 +67,12 @@ class Effect:
     caveats: str
     window_start: date | None
     window_end: date | None
+    # a second estimate by a simpler design, published beside the headline (incidents: one
+    # indicator for certified months instead of one per months-since-certifying x level)
+    robustness_estimate: float | None = None
+    robustness_ci_low: float | None = None
+    robustness_ci_high: float | None = None
+    robustness_method: str = ""
 
     @property
     def label(self) -> str:
@@ -136,6 +142,10 @@ def read_effect(row: pd.Series) -> Effect:
         caveats=caveats,
         window_start=_date(row, "window_start"),
         window_end=_date(row, "window_end"),
+        robustness_estimate=_float(row, "robustness_estimate"),
+        robustness_ci_low=_float(row, "robustness_ci_low"),
+        robustness_ci_high=_float(row, "robustness_ci_high"),
+        robustness_method=str(_val(row, "robustness_method") or ""),
     )
 
 

@@ -6,6 +6,7 @@ so that the sections speak in outcomes and the method stays one page away for th
 
 from __future__ import annotations
 
+from pipelines.lib.report.fmt import interval, ratio
 from pipelines.lib.report.sections.base import Section
 from pipelines.lib.report.sections.effects import Effect
 
@@ -151,6 +152,12 @@ def method_section(effects: dict[str, Effect], event_charts: list[str], thr: int
             parts.append(
                 f"before certifying the rates {'already differed' if e.pretrend_rejected else 'did not differ'}"
                 f" (pre-trend test of the months before certifying, p = {e.pretrend_p:.3g})"
+            )
+        if e.robustness_estimate is not None and e.robustness_ci_low is not None:
+            parts.append(
+                f"a simpler design ({e.robustness_method or 'see the mart'}) gives "
+                f"{ratio(e.robustness_estimate)} "
+                f"({interval(e.robustness_ci_low, e.robustness_ci_high)})"
             )
         if e.caveats:
             parts.append(e.caveats)
