@@ -8,10 +8,11 @@ severities live in `pipelines/lib/quality/rules.py` (rendered in docs/data-quali
 
 The raw checks share one step and the mart checks another, so that each group writes one Data
 Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
-Great Expectations runs in a child process of its own (`in_child`): the definitions load without
-it, and the memory of the library and of its pandas frames (about 1 GB for 1.2 M raw rows, which
-a Python process keeps after the frames are gone) is returned when the child exits instead of
-lying under the statistics that run next in this process.
+The raw checks run Great Expectations in a child process of their own (`in_child`): the memory
+of the library and of its pandas frames (about 1 GB for 1.2 M raw rows, which a Python process
+keeps after the frames are gone) is returned when the child exits instead of lying under dbt and
+the statistics that run next. The mart checks (small frames, after the statistics) import it
+here, when they run; loading the definitions never does.
 """
 
 from collections.abc import Iterator
@@ -124,6 +125,7 @@ def mart_quality_suites(
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_mart_suites
 
-    for result in in_child(run_mart_suites, talent.settings, _selected(context, MART_SUITES)):
+    # the marts are small and checked after the statistics: no child (a second import of GX)
+    for result in run_mart_suites(talent.settings, _selected(context, MART_SUITES)):
         context.log.info(result.summary())
         yield to_check_result(result)
