@@ -99,10 +99,11 @@ EXPORTS: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {
     ),
     "responders": (
         "incidents",
-        ("incident_number", "responder_email"),
+        ("incident_number", "responder_email", "responder_name"),
         {
             "incident_number": "VARCHAR",
             "responder_email": "VARCHAR",
+            "responder_name": "VARCHAR",
             "role": "VARCHAR",
             "assigned_at": "TIMESTAMP",
         },
@@ -123,6 +124,37 @@ EXPORTS: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {
 FILE_NAME = r"_(\d{4}-\d{2}(?:-\d{2})?)(?:_v(\d+))?\.csv$"
 
 
+def _headers(files: list[Path]) -> dict[tuple[str, ...], list[Path]]:
+    """The files grouped by the columns their header line names (a byte order mark skipped)."""
+    groups: dict[tuple[str, ...], list[Path]] = {}
+    for f in files:
+        with f.open(encoding="utf-8-sig", newline="") as fh:
+            header = tuple(c.strip() for c in fh.readline().strip().split(","))
+        groups.setdefault(header, []).append(f)
+    return groups
+
+
+def _read_sql(header: tuple[str, ...], files: list[Path], columns: dict[str, str]) -> str:
+    """One group of files with the same header, typed; a contract column the header lacks is
+    NULL (exports add optional columns over time), a column the contract lacks is read as text
+    and dropped."""
+    names = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    typed = "{" + ", ".join(f"'{c}': '{columns.get(c, 'VARCHAR')}'" for c in header) + "}"
+    # text is trimmed and an empty text is missing (exports pad values with blanks)
+    values = ", ".join(
+        f"null::{t} as {c}"
+        if c not in header
+        else f"nullif(trim({c}), '') as {c}"
+        if t == "VARCHAR"
+        else c
+        for c, t in columns.items()
+    )
+    return f"""
+        select {values}, filename
+        from read_csv({names}, header = true, columns = {typed}, filename = true,
+                      auto_detect = false, ignore_errors = true)"""
+
+
 def current_rows_sql(sources: Path, export: str) -> str:
     """Current rows of an export: the latest version of each period, then per natural key the
     row of the latest period. Rows the reader cannot type are left out (ignore_errors).
@@ -130,21 +162,16 @@ def current_rows_sql(sources: Path, export: str) -> str:
     A key delivered twice in one file keeps either copy: the exports repeat exact copies only.
     """
     folder, key, columns = EXPORTS[export]
-    pattern = str(sources / folder / f"{export}_*.csv").replace("'", "''")
-    cols = "{" + ", ".join(f"'{c}': '{t}'" for c, t in columns.items()) + "}"
-    # text is trimmed and an empty text is missing (exports pad values with blanks)
-    values = ", ".join(
-        f"nullif(trim({c}), '') as {c}" if t == "VARCHAR" else c for c, t in columns.items()
-    )
+    groups = _headers(sorted((sources / folder).glob(f"{export}_*.csv")))
+    read = " union all ".join(_read_sql(h, files, columns) for h, files in groups.items())
     return f"""
     create or replace temp table {export} as
     with rows as (
         select
-            {values},
+            * exclude (filename),
             regexp_extract(filename, '{FILE_NAME}', 1) as _period,
             coalesce(try_cast(regexp_extract(filename, '{FILE_NAME}', 2) as integer), 1) as _version,
-        from read_csv('{pattern}', header = true, columns = {cols}, filename = true,
-                      ignore_errors = true, auto_detect = false)
+        from ({read})
     ),
     latest_version as (
         select * from rows
@@ -384,13 +411,25 @@ group by p.month
 order by p.month;
 
 create or replace table incident_rates as
-with primary_responders as (
-    select r.incident_number, e.person
+with names as (
+    -- a full name only one person has (tools that list responders by name only)
+    select strip_accents(lower(trim(regexp_replace(first_name || ' ' || last_name, '\s+', ' ', 'g'))))
+        as name, min(employee_id) as person
+    from employees
+    where first_name is not null and last_name is not null
+    group by 1
+    having count(distinct employee_id) = 1
+),
+primary_responders as (
+    select r.incident_number, coalesce(e.person, n.person) as person
     from responders as r
     left join emails as e on e.email = lower(trim(r.responder_email))
+    left join names as n
+        on n.name = strip_accents(lower(trim(regexp_replace(r.responder_name, '\s+', ' ', 'g'))))
     where lower(trim(r.role)) = 'primary'
     qualify row_number() over (partition by r.incident_number
-                               order by r.assigned_at nulls last, e.person nulls last,
+                               order by r.assigned_at nulls last,
+                                        coalesce(e.person, n.person) nulls last,
                                         lower(trim(r.responder_email))) = 1
 ),
 engineer_incidents as (
