@@ -241,3 +241,20 @@ def test_a_build_leaves_its_parse_for_the_next_build(tmp_path):
         project / "partial_parse.msgpack"
     ).read_bytes() == b"parsed with this warehouse's profile"
     assert [p.name for p in project.iterdir()] == ["partial_parse.msgpack"]
+
+
+def test_docs_site_is_cached_for_the_next_fresh_warehouse(tmp_path, monkeypatch):
+    from pipelines.defs import dbt as dbt_defs
+
+    monkeypatch.setattr(dbt_defs, "docs_cache_dir", lambda fp: tmp_path / "cache" / fp[:16])
+    site = tmp_path / "warehouse" / "docs"
+    site.mkdir(parents=True)
+    for name in dbt_defs.DOCS_FILES:
+        (site / name).write_text(name)
+    first, second = "a" * 64, "b" * 64
+    dbt_defs._cache_docs(site, dbt_defs.docs_cache_dir(first), first)
+    assert dbt_defs.docs_are_current(dbt_defs.docs_cache_dir(first), first)
+    assert not dbt_defs.docs_are_current(dbt_defs.docs_cache_dir(first), second)
+    # a new project replaces the cached site: one site only
+    dbt_defs._cache_docs(site, dbt_defs.docs_cache_dir(second), second)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [second[:16]]

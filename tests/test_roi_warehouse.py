@@ -329,6 +329,30 @@ def test_asset_materialises_the_three_tables(tmp_path):
     assert {"roi_by_period", "roi_summary", "roi_sensitivity"} <= names
 
 
+def test_asset_keeps_its_tables_while_the_input_marts_are_unchanged(tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    db = build / "talent.duckdb"
+    _write_marts(db)
+
+    def run() -> tuple[bool, list]:
+        result = dg.materialize([roi_tables], resources=talent_resources(warehouse_dir=tmp_path))
+        assert result.success
+        (mat, *_) = result.asset_materializations_for_node("roi_tables")
+        with duckdb.connect(str(db), read_only=True) as con:
+            rows = con.execute("select * from marts.roi_summary order by all").fetchall()
+        return mat.metadata["inputs_unchanged"].value, rows
+
+    assert run()[0] is False
+    kept, rows = run()
+    assert kept is True
+    # one input row changes: computed again, from the new figures
+    with duckdb.connect(str(db)) as con:
+        con.execute("update marts.training_spend set spend_usd = spend_usd * 2")
+    again, changed = run()
+    assert again is False and changed != rows
+
+
 def test_asset_fails_with_the_missing_mart_named(tmp_path):
     build = tmp_path / "build"
     build.mkdir()

@@ -88,7 +88,7 @@ def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
 
 
 class ProjectDbtCliResource(DbtCliResource):
-    """`DbtCliResource` that knows which dbt it runs.
+    """`DbtCliResource` that knows which dbt it runs and needs no adapter of its own.
 
     Before every invocation dagster-dbt starts `dbt --version` in a subprocess (about 2 s, a
     second dbt start-up each night) to tell dbt-core from the Fusion engine. This project runs
@@ -100,6 +100,12 @@ class ProjectDbtCliResource(DbtCliResource):
         from dbt.version import __version__ as dbt_version
 
         return version.parse(dbt_version)
+
+    def _initialize_dbt_core_adapter(self, args):
+        """No adapter in this process: dagster-dbt builds one (loading the profile, dbt-duckdb
+        and every macro, 2-3 s) only to fetch column metadata and row counts, which the project
+        does not ask for. dbt itself runs in its own process with its own adapter."""
+        return None
 
 
 def dbt_resource() -> ProjectDbtCliResource:
@@ -196,6 +202,27 @@ def ensure_manifest(project: DbtProject = dbt_project) -> Path:
     return project.manifest_path
 
 
+def docs_cache_dir(fingerprint: str) -> Path:
+    """Where the project keeps the last docs site it generated (beside its partial parse): a
+    fresh warehouse with the same project and vars copies it instead of starting dbt again."""
+    return Path(dbt_project.project_dir) / "target" / "docs-site" / fingerprint[:16]
+
+
+def _cache_docs(docs_dir: Path, cached: Path, fingerprint: str) -> None:
+    """Keep the site for the next fresh warehouse; a cache, so a failure (another process
+    writing it at the same moment) only costs the next warehouse one docs run."""
+    tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+    try:
+        for old in cached.parent.glob("*") if cached.parent.exists() else []:
+            if not old.name.startswith("."):  # one site: the latest project
+                shutil.rmtree(old, ignore_errors=True)
+        publish_docs(docs_dir, tmp)
+        (tmp / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
+        os.replace(tmp, cached)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def publish_docs(target_dir: Path, docs_dir: Path) -> list[Path]:
     """Copy the static dbt docs site (index.html + manifest + catalog) into the docs folder."""
     docs_dir.mkdir(parents=True, exist_ok=True)
@@ -289,6 +316,13 @@ def _refresh_docs(
             f"dbt docs in {s.docs_dir} already describe this project and vars; not regenerated"
         )
         return
+    cached = docs_cache_dir(fingerprint)
+    if docs_are_current(cached, fingerprint):
+        # another warehouse built from the same project and vars has the same site
+        publish_docs(cached, s.docs_dir)
+        (s.docs_dir / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
+        context.log.info(f"dbt docs copied to {s.docs_dir} (same project and vars as {cached})")
+        return
     # --static: one self-contained index.html that opens from disk (the plain site fetches
     # manifest.json and catalog.json, which browsers refuse over file://). --no-compile in the
     # build's target folder: the docs reuse the manifest the build just compiled instead of
@@ -309,4 +343,5 @@ def _refresh_docs(
         shutil.copy2(static, docs.target_path / "index.html")
     copied = publish_docs(docs.target_path, s.docs_dir)
     (s.docs_dir / DOCS_FINGERPRINT).write_text(fingerprint + "\n")
+    _cache_docs(s.docs_dir, cached, fingerprint)
     context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")

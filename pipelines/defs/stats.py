@@ -1,7 +1,8 @@
 """Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats/`).
 
 Reads the two intermediate models from the build file, estimates, and writes the two marts back
-into schema `marts` of the same file. Each DuckDB connection is closed before the next step so
+into schema `marts` of the same file. When the inputs (and the statistics code and settings) are
+those the marts in the file were estimated from, the marts are kept (`lib.fingerprint`). Each DuckDB connection is closed before the next step so
 dbt (a subprocess) can open the file again.
 """
 
@@ -10,7 +11,7 @@ import math
 import dagster as dg
 
 from pipelines.defs.resources import TalentResource
-from pipelines.lib import db
+from pipelines.lib import db, fingerprint
 
 # pandas, pyarrow, DuckDB and the statistics (SciPy, lifelines) are imported when the asset
 # runs: loading the definitions should not pay for them.
@@ -19,6 +20,9 @@ INPUT_KEYS = [
     dg.AssetKey(["intermediate", "int_engineer_months"]),
     dg.AssetKey(["intermediate", "int_incident_responses"]),
 ]
+INPUT_TABLES = ("intermediate.int_engineer_months", "intermediate.int_incident_responses")
+OUTPUT_TABLES = ("marts.certification_effect", "marts.certification_event_study")
+STEP = "certification_statistics"
 EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
 EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
 
@@ -91,17 +95,53 @@ def effect_metadata(effects) -> dict:
     ],
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
-
-    from pipelines.lib import stats
-
+    """Estimates the effects, unless the inputs are those of the effects already in the file."""
     s = talent.settings
     with db.connect(s.build_db, read_only=True) as con:
-        months = con.execute("select * from intermediate.int_engineer_months").df()
-        incidents = con.execute("select * from intermediate.int_incident_responses").df()
+        fp = fingerprint.inputs_fingerprint(
+            con,
+            INPUT_TABLES,
+            fingerprint.package_source("pipelines.lib.stats"),
+            f"min_group_size={s.min_group_size}",
+        )
+        kept = fingerprint.is_current(con, STEP, fp, OUTPUT_TABLES)
+        if kept:
+            effects = con.execute("select * from marts.certification_effect").df()
+            study = con.execute("select * from marts.certification_event_study").df()
+        else:
+            months = con.execute("select * from intermediate.int_engineer_months").df()
+            incidents = con.execute("select * from intermediate.int_incident_responses").df()
+    if kept:
+        context.log.info("inputs unchanged since the last estimate: the marts are kept")
+    else:
+        effects, study = _estimate(s, months, incidents, fp)
+    _log_effects(context, effects)
+    yield dg.MaterializeResult(
+        asset_key=EFFECT_KEY, metadata={**effect_metadata(effects), "inputs_unchanged": kept}
+    )
+    yield dg.MaterializeResult(
+        asset_key=EVENT_STUDY_KEY,
+        metadata={
+            "dagster/row_count": len(study),
+            "estimated_months": int(study["estimate"].notna().sum()),
+            "inputs_unchanged": kept,
+        },
+    )
+
+
+def _estimate(s, months, incidents, fp: str):
+    """Estimate; write both marts and the fingerprint `fp` of their inputs (one connection)."""
+    from pipelines.lib import stats
+
     effects, study = stats.analyse(months, incidents, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
         _write(con, "certification_effect", effects)
         _write(con, "certification_event_study", study)
+        fingerprint.remember(con, STEP, fp)
+    return effects, study
+
+
+def _log_effects(context, effects) -> None:
     for row in effects.itertuples(index=False):
         context.log.info(
             f"{row.metric}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}], "
@@ -109,11 +149,3 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
             if row.estimable
             else f"{row.metric}: not estimable: {row.not_estimable_reason}"
         )
-    yield dg.MaterializeResult(asset_key=EFFECT_KEY, metadata=effect_metadata(effects))
-    yield dg.MaterializeResult(
-        asset_key=EVENT_STUDY_KEY,
-        metadata={
-            "dagster/row_count": len(study),
-            "estimated_months": int(study["estimate"].notna().sum()),
-        },
-    )

@@ -14,6 +14,7 @@ an earlier line of the same file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,10 @@ def _q(name: str) -> str:
 
 
 def current_rows_sql(
-    export: Export, columns: set[str] | None = None, with_employees: bool = True
+    export: Export,
+    columns: set[str] | None = None,
+    with_employees: bool = True,
+    only_files: Sequence[str] | None = None,
 ) -> str:
     """SELECT for the current rows of `export` in the raw database (schema main).
 
@@ -46,6 +50,7 @@ def current_rows_sql(
     out here so that the column-presence expectation (not a SQL error) reports them.
     Enumerations are lower-cased, the contract compares them that way. `with_employees`:
     raw.employees exists, so job records can be compared with the person's first hire.
+    `only_files`: the current rows among these deliveries (file ids) only.
     """
     present = [c for c in export.columns if columns is None or c.name in columns]
     select = []
@@ -67,11 +72,18 @@ def current_rows_sql(
             "where export = 'employees' and status = 'active') "
             "group by employee_id) h on h.employee_id = r.employee_id"
         )
+    only = (
+        ""
+        if only_files is None
+        else "and file_id in ("
+        + ", ".join("'" + f.replace("'", "''") + "'" for f in only_files)
+        + ")"
+    )
     return f"""
 with active as (
     select file_id, any_value(file_name) as file_name
     from manifest
-    where export = '{export.name}' and status = 'active'
+    where export = '{export.name}' and status = 'active' {only}
     group by file_id
 )
 select
@@ -132,7 +144,7 @@ class Frames:
     """The frames one suite validates, keyed by batch name ("rows", "deliveries")."""
 
     suite: str
-    frames: dict[str, pd.DataFrame]
+    frames: dict[str, pd.DataFrame | None]
 
 
 def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
@@ -167,8 +179,29 @@ def schema_frame(export: Export, declared: dict[str, str]) -> pd.DataFrame:
     )
 
 
-def read_raw_frames(raw_db: Path, export_name: str) -> Frames:
-    """Current rows and the delivery summary of one export, from the restricted raw file."""
+def active_files(raw_db: Path, export_name: str) -> list[str]:
+    """The file ids of the export's active deliveries (none when nothing is loaded yet)."""
+    if not Path(raw_db).exists():
+        return []
+    with db.connect(raw_db, read_only=True) as con:
+        if "manifest" not in _tables(con, "main"):
+            return []
+        rows = con.execute(
+            "select distinct file_id from manifest where export = ? and status = 'active' "
+            "order by 1",
+            [export_name],
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def read_raw_frames(
+    raw_db: Path, export_name: str, only_files: Sequence[str] | None = None
+) -> Frames:
+    """Current rows and the delivery summary of one export, from the restricted raw file.
+
+    `only_files`: the rows of these deliveries only (file ids); an empty list reads no rows
+    (the frame is None: nothing new to validate).
+    """
     export = EXPORTS[export_name]
     suite = f"raw.{export_name}"
     if not Path(raw_db).exists():
@@ -192,7 +225,11 @@ def read_raw_frames(raw_db: Path, export_name: str) -> Frames:
                 f"{raw_db.name}: table {export_name} lacks the load columns "
                 f"{sorted(missing_meta)}; re-create it with the current ingestion"
             )
-        rows = con.execute(current_rows_sql(export, cols, "employees" in tables)).df()
+        rows = (
+            None
+            if only_files is not None and not only_files
+            else con.execute(current_rows_sql(export, cols, "employees" in tables, only_files)).df()
+        )
         deliveries = con.execute(deliveries_sql(export)).df()
     return Frames(
         suite, {"rows": rows, "deliveries": deliveries, "schema": schema_frame(export, declared)}

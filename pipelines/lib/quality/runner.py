@@ -23,8 +23,17 @@ from pipelines.lib.quality.frames import (
     LOCATION_COLUMNS,
     Frames,
     MissingTable,
+    active_files,
     read_mart_frames,
     read_raw_frames,
+)
+from pipelines.lib.quality.kept import (
+    STORE_FILE,
+    OutcomeStore,
+    Plan,
+    merge,
+    rules_fingerprint,
+    to_json,
 )
 from pipelines.lib.quality.rules import (
     MART_SUITES,
@@ -357,7 +366,7 @@ def run_suites(
         outcomes: list[Outcome] = []
         for batch, frame in frames.frames.items():
             batch_rules = [r for r in rules if r.batch == batch]
-            if batch_rules:
+            if batch_rules and frame is not None:
                 gx_name = suite if batch == "rows" else f"{suite}.{batch}"
                 outcomes.extend(validator.validate(gx_name, frame, batch_rules))
         present = [Outcome(r, True) for r in rules if r.batch == "table"]
@@ -369,14 +378,53 @@ def run_suites(
 def run_raw_suites(settings: Any, exports: Sequence[str] | None = None) -> list[SuiteResult]:
     """Validate the current rows of every raw export (or `exports`) in `settings.raw_db`.
 
-    Data Docs go to `<quality_dir>/data_docs/raw/index.html`.
+    Each delivery's rows are validated once; later runs validate the new deliveries only and
+    report the kept outcomes of the earlier ones with them (`pipelines.lib.quality.kept`).
+    Data Docs go to `<quality_dir>/data_docs/raw/index.html` (the rows validated this run).
     """
     suites = [f"raw.{e}" for e in exports] if exports is not None else list(RAW_SUITES)
-    return run_suites(
-        suites,
-        lambda s: read_raw_frames(settings.raw_db, s.split(".", 1)[1]),
-        Path(settings.quality_dir) / DATA_DOCS_DIR / "raw",
-    )
+    store = OutcomeStore(Path(settings.quality_dir) / STORE_FILE)
+    plans: dict[str, tuple[Plan, list[str], str]] = {}
+
+    def read(suite: str) -> Frames:
+        export = suite.split(".", 1)[1]
+        active = active_files(settings.raw_db, export)
+        fingerprint = rules_fingerprint(r for r in rules_for(suite) if r.batch == "rows")
+        plan = store.plan(suite, active, fingerprint)
+        frames = read_raw_frames(settings.raw_db, export, plan.validate)
+        # only a suite whose rows could be read keeps outcomes (a missing table is not kept)
+        plans[suite] = (plan, active if plan.validate is None else plan.validate, fingerprint)
+        return frames
+
+    results = run_suites(suites, read, Path(settings.quality_dir) / DATA_DOCS_DIR / "raw")
+    merged = []
+    for result in results:
+        if result.suite not in plans:
+            merged.append(result)
+            continue
+        plan, files, fingerprint = plans[result.suite]
+        new = [o for o in result.outcomes if o.rule.batch == "rows"]
+        store.record(result.suite, fingerprint, plan, files, new)
+        merged.append(_with_kept(result, plan))
+    store.save()
+    return merged
+
+
+def _with_kept(result: SuiteResult, plan: Plan) -> SuiteResult:
+    """The suite's result with the kept row outcomes of earlier deliveries folded in."""
+    if not plan.kept:
+        return result
+    new = {o.rule.name: to_json(o) for o in result.outcomes if o.rule.batch == "rows"}
+    outcomes = []
+    for rule in rules_for(result.suite):
+        if rule.batch != "rows":
+            outcomes.extend(o for o in result.outcomes if o.rule.name == rule.name)
+            continue
+        parts = [o for b in plan.kept for o in b["outcomes"] if o["rule"] == rule.name]
+        parts += [new[rule.name]] if rule.name in new else []
+        if parts:
+            outcomes.append(Outcome(rule, **merge(rule, parts, _advice)))
+    return SuiteResult(result.suite, tuple(outcomes), result.data_docs)
 
 
 def run_mart_suites(settings: Any, models: Sequence[str] | None = None) -> list[SuiteResult]:
