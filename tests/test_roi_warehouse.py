@@ -348,7 +348,9 @@ def test_asset_keeps_its_tables_while_the_input_marts_are_unchanged(tmp_path):
     assert kept is True
     # one input row changes: computed again, from the new figures
     with duckdb.connect(str(db)) as con:
-        con.execute("update marts.training_spend set spend_usd = spend_usd * 2")
+        con.execute(
+            f"update {INPUT_SCHEMAS['training_spend']}.training_spend set spend_usd = spend_usd * 2"
+        )
     again, changed = run()
     assert again is False and changed != rows
 

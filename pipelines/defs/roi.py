@@ -56,7 +56,8 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
     try:
         with db.connect(s.build_db) as con:
             fp = _fingerprint(con, s.assumptions_file)
-            outputs = [f"marts.{n}" for n in OUTPUT_TABLES]
+            # write_tables writes each table twice: in full (restricted) and as published
+            outputs = [f"{schema}.{n}" for n in OUTPUT_TABLES for schema in ("restricted", "marts")]
             kept = fp is not None and fingerprint.is_current(con, STEP, fp, outputs)
             if kept:
                 context.log.info("inputs unchanged since the last run: the ROI tables are kept")
@@ -85,7 +86,7 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
 def _read(con, name: str):
     import polars as pl
 
-    return pl.from_arrow(con.sql(f"select * from marts.{name}").to_arrow_table())
+    return pl.from_arrow(con.sql(f"select * from restricted.{name}").to_arrow_table())
 
 
 def _fingerprint(con, assumptions_file) -> str | None:
@@ -98,7 +99,7 @@ def _fingerprint(con, assumptions_file) -> str | None:
     try:
         return fingerprint.inputs_fingerprint(
             con,
-            [f"marts.{m}" for m in INPUT_MARTS],
+            [f"{INPUT_SCHEMAS[m]}.{m}" for m in INPUT_MARTS],
             fingerprint.package_source("pipelines.lib.roi"),
             assumptions,
         )
