@@ -15,7 +15,7 @@ raw tables they check hold more than `IN_PROCESS_ROWS` rows: the memory of the l
 its pandas frames (about 1 GB for 1.2 M raw rows, which a Python process keeps after the frames
 are gone) is returned when the child exits instead of lying under dbt and the statistics that
 run next. Below that (the bundled sample: 53,000 rows) they run here: the child's own start and
-import of GX (about 4 CPU s) would cost more than the few tens of MB it returns, and the mart
+import of GX (about 6 CPU s) would cost more than the few tens of MB it returns, and the mart
 checks (small frames, after the statistics) import GX here anyway; loading the definitions
 never does.
 """
