@@ -603,3 +603,16 @@ def test_report_without_job_columns_loads_employees_and_names_the_gap(settings):
     assert results["job_history"].files_seen == 0
     gap = results["job_history"].not_loaded["hris/Employee Report.csv as job_history"]
     assert "division (from Division" in gap and "team (from Department" in gap
+
+
+def test_shipped_profiles_read_the_same_with_libyaml_as_with_pure_python_yaml(monkeypatch):
+    """The fast loader (libyaml) must give the profiles PyYAML's reference safe loader gives."""
+    import yaml
+
+    from pipelines.lib.ingest import profiles
+
+    assert profiles._SAFE_LOADER is yaml.CSafeLoader  # the wheel ships libyaml on our platforms
+    fast = profiles.load_profiles()
+    monkeypatch.setattr(profiles, "_SAFE_LOADER", yaml.SafeLoader)
+    assert profiles.load_profiles() == fast
+    assert len(list(profiles.BUILTIN_DIR.glob("*.y*ml"))) > 1

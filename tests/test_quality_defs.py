@@ -129,3 +129,20 @@ def test_repeated_rows_are_stored_as_a_warning_not_a_failed_blocking_check(tmp_p
     failing = warning.evaluation.metadata["failing_expectations"].value
     assert [f["expectation"] for f in failing] == ["no_identical_rows"]
     assert ran == ["staging/people"]
+
+
+def test_raw_checks_run_here_when_small_and_in_a_child_process_when_large(tmp_path):
+    import os
+
+    import duckdb
+
+    assert quality.run_sized(os.getpid, quality.IN_PROCESS_ROWS) == os.getpid()
+    assert quality.run_sized(os.getpid, quality.IN_PROCESS_ROWS + 1) != os.getpid()
+    # the row count is that of the checked exports' raw tables, not of the others
+    raw_db = tmp_path / "raw.duckdb"
+    assert quality.raw_rows(raw_db, ["employees"]) == 0  # no raw file yet
+    with duckdb.connect(str(raw_db)) as con:
+        con.execute("create table employees as select range as id from range(1234)")
+        con.execute("create table incidents as select range as id from range(99)")
+    assert quality.raw_rows(raw_db, ["employees"]) == 1234
+    assert quality.raw_rows(raw_db, ["employees", "incidents"]) == 1333

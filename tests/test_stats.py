@@ -395,6 +395,34 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     assert "incident_rate_ratio" in meta["marts/certification_effect"]
 
 
+def test_the_asset_reads_only_the_columns_the_statistics_use():
+    from pipelines.defs import stats as stats_defs
+    from pipelines.lib.stats.prepare import INCIDENT_COLUMNS
+
+    em, inc = simulate(5, n=40, months=12)
+    em = em.assign(team_name="platform", salary_band="b3")  # columns no estimator reads
+    with duckdb.connect() as con:
+        con.execute("create schema intermediate")
+        con.execute("create table intermediate.int_engineer_months as select * from em")
+        con.execute(
+            "create table intermediate.int_incident_responses as "
+            "select *, 'note' as free_text from inc"
+        )
+        months, incidents = (stats_defs.read_used_columns(con, t) for t in stats_defs.INPUT_TABLES)
+        assert "team_name" not in months and "salary_band" not in months
+        assert list(incidents.columns) == list(INCIDENT_COLUMNS)
+        # the narrow read gives the same estimates as the whole tables
+        whole = [con.execute(f"select * from {t}").df() for t in stats_defs.INPUT_TABLES]
+        pd.testing.assert_frame_equal(
+            stats.estimate_effects(months, incidents), stats.estimate_effects(*whole)
+        )
+        # a used column the table lacks still reaches the error that names it
+        con.execute("alter table intermediate.int_engineer_months drop column exposure_months")
+        short = stats_defs.read_used_columns(con, "intermediate.int_engineer_months")
+    with pytest.raises(stats.StatsInputError, match="int_engineer_months.*exposure_months"):
+        stats.estimate_effects(short, inc)
+
+
 def _panel(seed: int, people: int = 120, months: int = 20):
     rng = np.random.default_rng(seed)
     pid = np.repeat(np.arange(people), months)

@@ -22,6 +22,10 @@ import yaml
 
 from pipelines.lib.contracts import EXPORTS, Export
 
+# libyaml's safe loader when PyYAML was built with it: the same documents, ten times faster
+# (every export's ingestion reads the shipped profiles again: 0.45 CPU s a run in pure Python).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 BUILTIN_DIR = Path(__file__).parent / "profiles"
 
 
@@ -236,7 +240,7 @@ def _read_dir(directory: Path, label: str) -> dict[str, Profile]:
         return found
     for path in sorted(directory.glob("*.y*ml")):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
         except yaml.YAMLError as e:
             raise ProfileError(f"{label}/{path.name}: not valid YAML ({e})") from e
         profile = parse_profile(data, f"{label}/{path.name}")

@@ -25,6 +25,12 @@ ENGINEER_MONTH_COLUMNS = (
     "separation_type",
 )
 INCIDENT_COLUMNS = ("person_key", "is_certified", "severity", "resolve_minutes", "month")
+# Every column the estimators read, required or optional (`fleet_gpus`): the pipeline reads only
+# these from the warehouse, so the frames stay small however wide the models grow.
+USED_COLUMNS = {
+    ENGINEER_MONTHS: (*ENGINEER_MONTH_COLUMNS, "fleet_gpus"),
+    INCIDENT_RESPONSES: INCIDENT_COLUMNS,
+}
 
 
 class StatsInputError(ValueError):
