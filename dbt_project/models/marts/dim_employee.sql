@@ -15,53 +15,21 @@ with step_0 as (
     from {{ ref('restricted_dim_employee') }}
 ),
 
-step_1 as (
-    select
-        * replace (
-            case
-                when
-                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
-                    >= {{ var('min_group_size') }} then first_hire_year
-            end as first_hire_year
-        ),
-    from step_0
-),
-
-step_2 as (
-    select
-        * replace (
-            case
-                when
-                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
-                    >= {{ var('min_group_size') }} then skill_level
-            end as skill_level
-        ),
-    from step_1
-),
-
-step_3 as (
-    select
-        * replace (
-            case
-                when
-                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
-                    >= {{ var('min_group_size') }} then role_family
-            end as role_family
-        ),
-    from step_2
-),
-
-step_4 as (
-    select
-        * replace (
-            case
-                when
-                    count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
-                    >= {{ var('min_group_size') }} then is_active
-            end as is_active
-        ),
-    from step_3
-),
+{#- one step per attribute, in the order they are withheld -#}
+{%- set withheld = ['first_hire_year', 'skill_level', 'role_family', 'is_active'] %}
+{% for column in withheld %}
+    step_{{ loop.index }} as (
+        select
+            * replace (
+                case
+                    when
+                        count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
+                        >= {{ min_group_size() }} then {{ column }}
+                end as {{ column }}
+            ),
+        from step_{{ loop.index0 }}
+    ),
+{% endfor %}
 
 combinations as (
     select
