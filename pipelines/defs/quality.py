@@ -10,8 +10,9 @@ repeated row) never shows as a failed blocking check. The rules and their severi
 
 The raw checks share one step and the mart checks another, so that each group writes one Data
 Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
-The raw checks run Great Expectations in a child process of their own (`in_child`) when the
-raw tables they check hold more than `IN_PROCESS_ROWS` rows: the memory of the library and of
+The raw checks run Great Expectations in a child process of their own (`in_child`) when they
+read more than `IN_PROCESS_ROWS` raw rows (each delivery is validated once, so a nightly that
+brings a day's files reads only those and stays here): the memory of the library and of
 its pandas frames (about 1 GB for 1.2 M raw rows, which a Python process keeps after the frames
 are gone) is returned when the child exits instead of lying under dbt and the statistics that
 run next. Below that (the bundled sample: 53,000 rows) they run here: the child's own start and
@@ -115,19 +116,6 @@ def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
 IN_PROCESS_ROWS = 200_000
 
 
-def raw_rows(raw_db, exports) -> int:
-    """Rows in the raw tables of `exports`: at least as many as the raw checks read."""
-    from pipelines.lib import db
-
-    if not raw_db.exists():
-        return 0
-    with db.connect(raw_db, read_only=True) as con:
-        sizes = con.execute(
-            "select table_name, estimated_size from duckdb_tables() where schema_name = 'main'"
-        ).fetchall()
-    return sum(int(n) for table, n in sizes if table in set(exports))
-
-
 def run_sized(fn, rows: int, *args):
     """`fn(*args)` in this process when it reads at most `IN_PROCESS_ROWS` rows, else in a
     child process (`in_child`)."""
@@ -167,10 +155,11 @@ def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetC
 def raw_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
-    from pipelines.lib.quality.runner import run_raw_suites
+    from pipelines.lib.quality.runner import rows_to_validate, run_raw_suites
 
     exports = _selected(context, RAW_SUITES)
-    rows = raw_rows(talent.settings.raw_db, exports)
+    # the rows this run reads: a nightly that brings a day's files validates only them
+    rows = rows_to_validate(talent.settings, exports)
     yield from _emit(context, run_sized(run_raw_suites, rows, talent.settings, exports))
 
 

@@ -375,6 +375,40 @@ def run_suites(
     return [SuiteResult(s, o, index) for s, o in results]
 
 
+def rows_to_validate(settings: Any, exports: Sequence[str]) -> int:
+    """How many raw rows `run_raw_suites` would read now: every row of an export with nothing
+    kept, else the rows of its deliveries not validated before (without importing GX)."""
+    from pipelines.lib import db
+
+    raw_db = Path(settings.raw_db)
+    if not raw_db.exists():
+        return 0
+    store = OutcomeStore(Path(settings.quality_dir) / STORE_FILE)
+    plans = {}
+    for export in exports:
+        suite = f"raw.{export}"
+        fingerprint = rules_fingerprint(r for r in rules_for(suite) if r.batch == "rows")
+        plans[export] = store.plan(suite, active_files(raw_db, export), fingerprint)
+    total = 0
+    with db.connect(raw_db, read_only=True) as con:
+        tables = {
+            r[0]
+            for r in con.execute(
+                "select table_name from duckdb_tables() where schema_name = 'main'"
+            ).fetchall()
+        }
+        for export, plan in plans.items():
+            if export not in tables or plan.validate == []:
+                continue
+            sql = f'select count(*) from main."{export}"'
+            if plan.validate is None:
+                total += int(con.execute(sql).fetchone()[0])
+            else:
+                sql += " where _file_id in (select unnest(?))"
+                total += int(con.execute(sql, [list(plan.validate)]).fetchone()[0])
+    return total
+
+
 def run_raw_suites(settings: Any, exports: Sequence[str] | None = None) -> list[SuiteResult]:
     """Validate the current rows of every raw export (or `exports`) in `settings.raw_db`.
 

@@ -32,17 +32,31 @@ def feasible(groups) -> bool:
     return float((sizes**3).sum()) <= MAX_WORK
 
 
+# rows per batch of equal-sized clusters (bounds the stacked cluster blocks' memory)
+BATCH_ROWS = 20_000
+
+
 def _inv_sqrt(m: np.ndarray) -> np.ndarray:
-    """Symmetric pseudo-inverse square root (eigenvalues near 0 are left out)."""
-    vals, vecs = np.linalg.eigh((m + m.T) / 2)
-    keep = vals > 1e-10 * max(float(vals.max()), 1e-300)
-    return (vecs[:, keep] / np.sqrt(vals[keep])) @ vecs[:, keep].T
+    """Symmetric pseudo-inverse square roots of a stack of matrices (eigenvalues near 0 of
+    each matrix are left out)."""
+    vals, vecs = np.linalg.eigh((m + np.swapaxes(m, -1, -2)) / 2)
+    top = np.maximum(vals.max(axis=-1, keepdims=True), 1e-300)
+    keep = vals > 1e-10 * top
+    scale = np.where(keep, 1.0 / np.sqrt(np.where(keep, vals, 1.0)), 0.0)
+    return (vecs * scale[..., None, :]) @ np.swapaxes(vecs, -1, -2)
 
 
-def _fe_block(level: np.ndarray, n_level: np.ndarray) -> np.ndarray:
-    """Block of the absorbed factor's projection for the rows of one cluster."""
-    same = level[:, None] == level[None, :]
-    return same / n_level[level][:, None]
+def _batches(codes: np.ndarray):
+    """Row positions of the clusters, stacked by cluster size: (cluster ids, rows[c, i])."""
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    for size in np.unique(sizes[sizes > 0]):
+        ids = np.flatnonzero(sizes == size)
+        step = max(1, BATCH_ROWS // int(size))
+        for i in range(0, len(ids), step):
+            chunk = ids[i : i + step]
+            yield chunk, order[starts[chunk][:, None] + np.arange(size)[None, :]]
 
 
 def cr2(xd, resid, bread, groups, absorbed, n_slopes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,39 +64,64 @@ def cr2(xd, resid, bread, groups, absorbed, n_slopes: int) -> tuple[np.ndarray, 
     degrees of freedom.
 
     ``xd``: columns demeaned within the ``absorbed`` factor codes; ``bread`` = (xd'xd)^-1;
-    ``resid``: residuals of the full model; ``groups``: cluster of each row."""
+    ``resid``: residuals of the full model; ``groups``: cluster of each row. Clusters of the
+    same size are adjusted together (one stacked eigendecomposition per batch)."""
     codes = pd.factorize(groups)[0]
-    order = np.argsort(codes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
-    blocks = np.split(order, starts[1:])
     n_level = np.bincount(absorbed).astype(float)
     k = xd.shape[1]
     meat = np.zeros((k, k))
-    # p_g = A_g Xd_g B e_j for each slope j: the cluster's weight vectors for the df
-    p_blocks = []
-    for rows in blocks:
-        x_g = xd[rows]
-        m_gg = np.eye(len(rows)) - _fe_block(absorbed[rows], n_level) - x_g @ bread @ x_g.T
-        a_g = _inv_sqrt(m_gg)
-        u = x_g.T @ (a_g @ resid[rows])
-        meat += np.outer(u, u)
-        p_blocks.append(a_g @ (x_g @ bread[:, :n_slopes]))
+    # per row: p = A_g Xd_g B e_j for each slope j (the clusters' weight vectors of the df);
+    # per cluster: q_g = Xd_g' p_g
+    p = np.zeros((len(codes), n_slopes))
+    q = np.zeros((int(codes.max()) + 1 if len(codes) else 0, k, n_slopes))
+    b_slopes = bread[:, :n_slopes]
+    for ids, rows in _batches(codes):
+        x_g = xd[rows]  # clusters x size x K
+        lev = absorbed[rows]
+        fe = (lev[:, :, None] == lev[:, None, :]) / n_level[lev][:, :, None]
+        hat = x_g @ bread @ np.swapaxes(x_g, 1, 2)
+        a_g = _inv_sqrt(np.eye(rows.shape[1]) - fe - hat)
+        ar = (a_g @ resid[rows][:, :, None])[:, :, 0]
+        u = np.einsum("csk,cs->ck", x_g, ar)
+        meat += u.T @ u
+        p_g = a_g @ (x_g @ b_slopes)
+        p[rows.ravel()] = p_g.reshape(-1, n_slopes)
+        q[ids] = np.swapaxes(x_g, 1, 2) @ p_g
     cov = bread @ meat @ bread
     dofs = np.array(
-        [_satterthwaite(xd, bread, blocks, p_blocks, absorbed, n_level, j) for j in range(n_slopes)]
+        [
+            _satterthwaite(bread, codes, p[:, j], q[:, :, j], absorbed, n_level)
+            for j in range(n_slopes)
+        ]
     )
     return cov[:n_slopes, :n_slopes], dofs
 
 
-def _satterthwaite(xd, bread, blocks, p_blocks, absorbed, n_level, j: int) -> float:
+def _satterthwaite(bread, codes, p, q, absorbed, n_level) -> float:
     """tr(W)^2 / tr(W^2), W = P'(I - H)P the covariance of the clusters' score terms of
-    coefficient j under independent errors of equal variance."""
-    g = len(blocks)
-    ptp = np.array([float(p[:, j] @ p[:, j]) for p in p_blocks])
-    q = np.column_stack([xd[rows].T @ p[:, j] for rows, p in zip(blocks, p_blocks, strict=True)])
-    # absorbed-factor part: level sums of each cluster's p (zero when nested in the clusters)
-    sums = np.zeros((len(n_level), g))
-    for c, (rows, p) in enumerate(zip(blocks, p_blocks, strict=True)):
-        np.add.at(sums[:, c], absorbed[rows], p[:, j])
-    w = np.diag(ptp) - q.T @ bread @ q - sums.T @ (sums / n_level[:, None])
-    return float(np.trace(w) ** 2 / np.sum(w * w))
+    one coefficient under independent errors of equal variance.
+
+    W = D - Q'BQ - S'NS (G x G) with D = diag(p_g'p_g), Q (K x G) the columns q_g = Xd_g'p_g,
+    S (levels x G) the absorbed factor's level sums of each cluster's p and N = diag(1/n_level).
+    Both traces are taken through K x K and levels x levels products, never forming the G x G
+    matrix: at 9,000 engineers that matrix alone was 650 MB and its products took minutes."""
+    from scipy import sparse
+
+    g = len(q)
+    d = np.bincount(codes, weights=p * p, minlength=g)
+    qb = bread @ q.T  # K x G: B q_g
+    r_diag = np.einsum("gk,kg->g", q, qb)  # q_g' B q_g
+    bqq = bread @ (q.T @ q)
+    # absorbed-factor part; zero when the factor is nested in the clusters (each level's sum of
+    # p vanishes there), exactly the case of engineer effects with engineer clusters
+    s = sparse.csr_matrix((p, (absorbed, codes)), shape=(len(n_level), g))
+    ns = sparse.diags(1.0 / n_level) @ s  # N S
+    t_diag = np.asarray(s.multiply(ns).sum(axis=0)).ravel()  # (S'NS)_gg
+    nk = ns @ s.T  # N S S' (levels x levels, sparse)
+    qs = (s @ q).T  # K x levels: Q S'
+    trace = d.sum() - r_diag.sum() - t_diag.sum()
+    rr = float(np.sum(bqq * bqq.T))  # ||Q'BQ||^2 = tr(B QQ' B QQ')
+    tt = float(nk.multiply(nk.T).sum())  # ||S'NS||^2 = tr(N SS' N SS')
+    rt = float(np.sum((bread @ qs) * (qs.T / n_level[:, None]).T))  # tr(B QS' N SQ')
+    sq = (d * d).sum() + rr + tt - 2 * (d * r_diag).sum() - 2 * (d * t_diag).sum() + 2 * rt
+    return float(trace**2 / sq)

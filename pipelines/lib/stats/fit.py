@@ -29,6 +29,9 @@ from scipy import stats as sps
 from pipelines.lib.stats import cr2
 
 CONFIDENCE = 0.95
+# columns / rows handled at a time where a full-size temporary of the design would be made
+COLUMN_BLOCK = 16
+ROW_BLOCK = 50_000
 
 
 class FitError(RuntimeError):
@@ -112,16 +115,23 @@ class Fit:
 
 
 def demean(
-    x: np.ndarray, codes: list[np.ndarray], w: np.ndarray, tol: float = 1e-9, max_iter: int = 1000
+    x: np.ndarray,
+    codes: list[np.ndarray],
+    w: np.ndarray,
+    tol: float = 1e-9,
+    max_iter: int = 1000,
+    *,
+    inplace: bool = False,
 ) -> np.ndarray:
     """Columns of ``x`` minus their weighted projection on the factor indicators in ``codes``
     (alternating projections until no column moves by more than ``tol`` times its scale).
 
     Each sweep computes every column's weighted group means with one sparse product, so a
-    500,000-row panel takes a fraction of a second per sweep."""
+    500,000-row panel takes a fraction of a second per sweep. ``inplace=True`` demeans a
+    float64 ``x`` in its own memory (the fits' large designs are not copied)."""
     from scipy import sparse
 
-    out = np.array(x, dtype=float, copy=True)
+    out = x if inplace and x.dtype == np.float64 else np.array(x, dtype=float, copy=True)
     n = len(out)
     steps = []
     for c in codes:
@@ -132,12 +142,15 @@ def demean(
             (w / np.where(wsum > 0, wsum, 1.0)[c], (c, np.arange(n))), shape=(groups, n)
         )
         steps.append((c, avg))
-    scale = np.maximum(np.abs(out).max(axis=0) if n else 0.0, 1e-12)
+    # largest absolute value per column, without an absolute-valued copy of the design
+    scale = np.maximum(np.maximum(out.max(axis=0), -out.min(axis=0)) if n else 0.0, 1e-12)
     for _ in range(max_iter):
         moved = 0.0
         for c, avg in steps:
             means = avg @ out
-            out -= means[c]
+            # column blocks: no second full-size array for the subtracted means
+            for j in range(0, out.shape[1], COLUMN_BLOCK):
+                out[:, j : j + COLUMN_BLOCK] -= means[c, j : j + COLUMN_BLOCK]
             moved = max(moved, float(np.max(np.abs(means) / scale)) if n else 0.0)
         if moved <= tol or len(codes) == 1:
             return out
@@ -167,8 +180,17 @@ def _nested_fe(codes: list[np.ndarray], groups: np.ndarray) -> int:
     return count
 
 
+def weighted_gram(xd: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """xd' diag(w) xd, in row blocks (no weighted copy of the whole design)."""
+    out = np.zeros((xd.shape[1], xd.shape[1]))
+    for i in range(0, len(xd), ROW_BLOCK):
+        block = xd[i : i + ROW_BLOCK]
+        out += (block * w[i : i + ROW_BLOCK, None]).T @ block
+    return out
+
+
 def _bread(xd: np.ndarray, w: np.ndarray) -> np.ndarray:
-    xtwx = (xd * w[:, None]).T @ xd
+    xtwx = weighted_gram(xd, w)
     if np.linalg.matrix_rank(xtwx) < xtwx.shape[0]:
         raise FitError("the covariates are collinear once engineer and month effects are removed")
     return np.linalg.inv(xtwx)
@@ -219,7 +241,8 @@ def independent_columns(x, names: list[str], codes, n_slopes: int, required: int
     lost = [n for j, n in enumerate(names[:required]) if j not in keep]
     if lost:
         raise FitError(f"{', '.join(lost)} is explained by the engineer and month effects")
-    return x[:, keep], [names[j] for j in keep], sum(1 for j in keep if j < n_slopes)
+    kept = x if len(keep) == x.shape[1] else x[:, keep]
+    return kept, [names[j] for j in keep], sum(1 for j in keep if j < n_slopes)
 
 
 def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
@@ -272,9 +295,9 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
         zd = demean(z[:, None], codes, mu)[:, 0]
         # x minus the last iteration's demeaned x lies in the span of the absorbed effects,
         # which demeaning removes whatever the weights
-        xd = demean(xd, codes, mu)
-        xw = xd * mu[:, None]
-        beta = np.linalg.lstsq(xw.T @ xd, xw.T @ zd, rcond=None)[0]
+        # (in place: ``x`` is this function's own copy, and only its demeaned form is used)
+        xd = demean(xd, codes, mu, inplace=True)
+        beta = np.linalg.lstsq(weighted_gram(xd, mu), xd.T @ (mu * zd), rcond=None)[0]
         eta = z - (zd - xd @ beta)
         mu = np.exp(np.clip(eta + offset, -700, 700))
         dev = _deviance(y, mu)
