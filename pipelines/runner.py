@@ -168,6 +168,10 @@ def _step_seconds(instance, run_id: str) -> dict[str, float]:
 
 
 def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs) -> RunOutcome:
+    from pipelines.defs.dbt_cli import ensure_manifest
+
+    # before the definitions load: a stale manifest is parsed with this run's profile and vars
+    ensure_manifest(settings)
     from pipelines.defs import build_definitions
 
     defs = build_definitions(settings)

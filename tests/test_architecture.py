@@ -69,7 +69,7 @@ def test_os_environ_is_written_only_at_the_dbt_boundary():
         for p in _modules(PIPELINES)
         if (lines := _environ_writes(p))
     }
-    assert set(writers) == {"pipelines/defs/dbt.py"}, writers
+    assert set(writers) == {"pipelines/defs/dbt_cli.py"}, writers
 
 
 def test_the_environment_check_sees_a_write():

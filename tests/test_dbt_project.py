@@ -258,3 +258,34 @@ def test_docs_site_is_cached_for_the_next_fresh_warehouse(tmp_path, monkeypatch)
     # a new project replaces the cached site: one site only
     dbt_defs._cache_docs(site, dbt_defs.docs_cache_dir(second), second)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [second[:16]]
+
+
+def test_a_stale_project_is_parsed_once_with_the_runs_own_profile(tmp_path):
+    """The CLI parses a fresh checkout with the run's settings before the definitions load, so
+    the build reuses that parse instead of parsing the whole project a second time."""
+    import os
+    import shutil
+    import subprocess
+
+    from dagster_dbt import DbtProject
+
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, build_args, ensure_manifest
+    from pipelines.lib.project_files import DBT_PROJECT_DIR
+
+    copy = tmp_path / "dbt_project"
+    shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs"))
+    project = DbtProject(project_dir=copy, profiles_dir=copy)
+    settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
+    assert ensure_manifest(settings, project).exists()
+    assert (copy / "target" / "partial_parse.msgpack").exists()
+    # what the build does next: dbt with the build's profile and vars, in that target folder
+    parse = subprocess.run(
+        [DBT_EXECUTABLE, "parse", *build_args(settings)[1:], "--project-dir", str(copy)]
+        + ["--profiles-dir", str(copy), "--target-path", str(copy / "target")],
+        env={**os.environ, **settings.dbt_env()},
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Unable to do partial parsing" not in parse.stdout, parse.stdout

@@ -5,23 +5,30 @@ them; the SQL lives in `dbt_project/`.
 """
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator, Mapping
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
-from packaging import version
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
+from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's dbt wiring)
+    DBT_EXECUTABLE,
+    SOURCE_SUFFIXES,
+    ProjectDbtCliResource,
+    build_args,
+    dbt_environment,
+    dbt_project,
+    dbt_resource,
+    ensure_manifest,
+    manifest_is_stale,
+    project_files,
+)
 from pipelines.defs.resources import TalentResource
-from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
@@ -29,8 +36,6 @@ LAYERS = ("staging", "intermediate", "restricted", "marts")
 DOCS_FILES = ("index.html", "manifest.json", "catalog.json")
 # Written beside the site: the fingerprint of the project it documents (see docs_fingerprint).
 DOCS_FINGERPRINT = ".fingerprint"
-
-dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
 
 
 def asset_key_for(props: Mapping[str, Any]) -> dg.AssetKey:
@@ -56,67 +61,6 @@ def asset_key_for(props: Mapping[str, Any]) -> dg.AssetKey:
     return dg.AssetKey([schema, props.get("alias") or props["name"]])
 
 
-def build_args(settings: Settings) -> list[str]:
-    """CLI arguments of the build: the privacy and scope vars travel as `--vars`."""
-    return ["build", "--vars", json.dumps(settings.dbt_vars())]
-
-
-# dbt in this environment, by path: cron, systemd and containers start the product with a bare
-# PATH on which a plain `dbt` is not found.
-DBT_EXECUTABLE = str(Path(sys.executable).parent / "dbt")
-
-
-@contextlib.contextmanager
-def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
-    """The one place the product writes `os.environ`: while dbt's subprocess starts.
-
-    dbt renders its profile (database paths, the pseudonym plugin's key) from environment
-    variables, and dagster-dbt starts dbt with a copy of this process's environment, with no
-    parameter for extra variables. So the variables are set around the call that starts the
-    subprocess and restored right after it.
-    """
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-class ProjectDbtCliResource(DbtCliResource):
-    """`DbtCliResource` that knows which dbt it runs and needs no adapter of its own.
-
-    Before every invocation dagster-dbt starts `dbt --version` in a subprocess (about 2 s, a
-    second dbt start-up each night) to tell dbt-core from the Fusion engine. This project runs
-    the dbt-core pinned in uv.lock, in this same environment, so the version is read from it.
-    """
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        from dbt.version import __version__ as dbt_version
-
-        return version.parse(dbt_version)
-
-    def _initialize_dbt_core_adapter(self, args):
-        """No adapter in this process: dagster-dbt builds one (loading the profile, dbt-duckdb
-        and every macro, 2-3 s) only to fetch column metadata and row counts, which the project
-        does not ask for. dbt itself runs in its own process with its own adapter."""
-        return None
-
-
-def dbt_resource() -> ProjectDbtCliResource:
-    """The dbt of this environment, run in the project with its own profile."""
-    return ProjectDbtCliResource(
-        project_dir=dbt_project,
-        profiles_dir=os.fspath(DBT_PROJECT_DIR),
-        dbt_executable=DBT_EXECUTABLE,
-    )
-
-
 class WarehouseTranslator(DagsterDbtTranslator):
     """Maps dbt nodes onto the project's asset keys and the `warehouse` group."""
 
@@ -128,29 +72,6 @@ class WarehouseTranslator(DagsterDbtTranslator):
             # Sources belong to the ingestion group; only their key matters here.
             return spec.replace_attributes(key=key)
         return spec.replace_attributes(key=key, group_name=WAREHOUSE_GROUP)
-
-
-SOURCE_SUFFIXES = (".sql", ".yml", ".yaml", ".csv")
-
-
-def manifest_is_stale(project_dir: Path, manifest_path: Path) -> bool:
-    """True when the manifest is missing or older than any model, macro, seed or yml file.
-
-    A stale manifest makes Dagster expect tests and models that no longer exist (or miss new
-    ones), so definitions would disagree with what `dbt build` actually runs.
-    """
-    if not manifest_path.exists():
-        return True
-    built = manifest_path.stat().st_mtime
-    return any(p.stat().st_mtime > built for p in project_files(project_dir))
-
-
-def project_files(project_dir: Path) -> list[Path]:
-    """Every file that defines the dbt project: models, macros, seeds, tests, yml."""
-    files = [project_dir / "dbt_project.yml", project_dir / "profiles.yml"]
-    for folder in ("models", "macros", "seeds", "tests"):
-        files += sorted(p for p in (project_dir / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES)
-    return [p for p in files if p.exists()]
 
 
 def docs_fingerprint(project_dir: Path, build_args: list[str]) -> str:
@@ -175,31 +96,6 @@ def docs_are_current(docs_dir: Path, fingerprint: str) -> bool:
         and stamp.read_text().strip() == fingerprint
         and all((docs_dir / name).exists() for name in DOCS_FILES)
     )
-
-
-def ensure_manifest(project: DbtProject = dbt_project) -> Path:
-    """Parse the project when the manifest is missing or stale, so definitions load anywhere.
-
-    `prepare_if_dev()` only parses under `dagster dev`; tests, `dagster job execute` and the CLI
-    would otherwise fail at import on a fresh checkout.
-    """
-    if not manifest_is_stale(project.project_dir, project.manifest_path):
-        return project.manifest_path
-    # Several processes may load the definitions at once (test workers, webserver + daemon):
-    # one parses, the others wait and find a fresh manifest.
-    lock_path = Path(project.project_dir) / "target" / ".prepare.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if manifest_is_stale(project.project_dir, project.manifest_path):
-            # Parsing opens no database; the profile only has to render.
-            placeholder = Settings(sources_dir=lock_path.parent, warehouse_dir=lock_path.parent)
-            with dbt_environment(placeholder.dbt_env()):
-                invocation = dbt_resource().cli(
-                    ["parse", "--quiet"], target_path=project.target_path
-                )
-            invocation.wait()
-    return project.manifest_path
 
 
 def docs_cache_dir(fingerprint: str) -> Path:
@@ -326,10 +222,11 @@ def _refresh_docs(
     # --static: one self-contained index.html that opens from disk (the plain site fetches
     # manifest.json and catalog.json, which browsers refuse over file://). --no-compile in the
     # build's target folder: the docs reuse the manifest the build just compiled instead of
-    # compiling every model and test a second time.
+    # compiling every model and test a second time. The build's --vars too: with other vars
+    # dbt would not reuse the build's parse and would parse the whole project again.
     with dbt_environment(s.dbt_env()):
         docs = dbt.cli(
-            ["docs", "generate", "--static", "--no-compile"],
+            ["docs", "generate", "--static", "--no-compile", *args[1:]],
             manifest=dbt_project.manifest_path,
             target_path=target_path,
             raise_on_error=False,

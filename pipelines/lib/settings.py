@@ -137,7 +137,7 @@ class Settings:
 
         dbt runs in a subprocess and renders its profile from environment variables, so these
         are the only settings that travel through the environment, and only into that
-        subprocess (see `pipelines.defs.dbt.dbt_environment`).
+        subprocess (see `pipelines.defs.dbt_cli.dbt_environment`).
         """
         return {
             "TALENT_BUILD_DB": str(self.build_db),

@@ -1,0 +1,141 @@
+"""dbt's project, the CLI resource that runs it, and the parse that gives Dagster its manifest.
+
+Kept apart from the asset definitions (`pipelines.defs.dbt`), which parse the project when they
+are imported: the CLI calls `ensure_manifest(settings)` first, before anything imports them, so
+the one parse of a fresh checkout uses the run's own profile and vars.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from pathlib import Path
+
+from dagster_dbt import DbtCliResource, DbtProject
+from packaging import version
+
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.settings import Settings
+
+dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+
+
+def build_args(settings: Settings) -> list[str]:
+    """CLI arguments of the build: the privacy and scope vars travel as `--vars`."""
+    return ["build", "--vars", json.dumps(settings.dbt_vars())]
+
+
+# dbt in this environment, by path: cron, systemd and containers start the product with a bare
+# PATH on which a plain `dbt` is not found.
+DBT_EXECUTABLE = str(Path(sys.executable).parent / "dbt")
+
+
+@contextlib.contextmanager
+def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """The one place the product writes `os.environ`: while dbt's subprocess starts.
+
+    dbt renders its profile (database paths, the pseudonym plugin's key) from environment
+    variables, and dagster-dbt starts dbt with a copy of this process's environment, with no
+    parameter for extra variables. So the variables are set around the call that starts the
+    subprocess and restored right after it.
+    """
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class ProjectDbtCliResource(DbtCliResource):
+    """`DbtCliResource` that knows which dbt it runs and needs no adapter of its own.
+
+    Before every invocation dagster-dbt starts `dbt --version` in a subprocess (about 2 s, a
+    second dbt start-up each night) to tell dbt-core from the Fusion engine. This project runs
+    the dbt-core pinned in uv.lock, in this same environment, so the version is read from it.
+    """
+
+    @cached_property
+    def _cli_version(self) -> version.Version:
+        from dbt.version import __version__ as dbt_version
+
+        return version.parse(dbt_version)
+
+    def _initialize_dbt_core_adapter(self, args):
+        """No adapter in this process: dagster-dbt builds one (loading the profile, dbt-duckdb
+        and every macro, 2-3 s) only to fetch column metadata and row counts, which the project
+        does not ask for. dbt itself runs in its own process with its own adapter."""
+        return None
+
+
+def dbt_resource(project: DbtProject | None = None) -> ProjectDbtCliResource:
+    """The dbt of this environment, run in the project (this one by default) with its own
+    profile."""
+    project = project or dbt_project
+    return ProjectDbtCliResource(
+        project_dir=project,
+        profiles_dir=os.fspath(project.profiles_dir or project.project_dir),
+        dbt_executable=DBT_EXECUTABLE,
+    )
+
+
+SOURCE_SUFFIXES = (".sql", ".yml", ".yaml", ".csv")
+
+
+def manifest_is_stale(project_dir: Path, manifest_path: Path) -> bool:
+    """True when the manifest is missing or older than any model, macro, seed or yml file.
+
+    A stale manifest makes Dagster expect tests and models that no longer exist (or miss new
+    ones), so definitions would disagree with what `dbt build` actually runs.
+    """
+    if not manifest_path.exists():
+        return True
+    built = manifest_path.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in project_files(project_dir))
+
+
+def project_files(project_dir: Path) -> list[Path]:
+    """Every file that defines the dbt project: models, macros, seeds, tests, yml."""
+    files = [project_dir / "dbt_project.yml", project_dir / "profiles.yml"]
+    for folder in ("models", "macros", "seeds", "tests"):
+        files += sorted(p for p in (project_dir / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES)
+    return [p for p in files if p.exists()]
+
+
+def ensure_manifest(settings: Settings | None = None, project: DbtProject = dbt_project) -> Path:
+    """Parse the project when the manifest is missing or stale, so definitions load anywhere.
+
+    `prepare_if_dev()` only parses under `dagster dev`; tests, `dagster job execute` and the CLI
+    would otherwise fail at import on a fresh checkout.
+
+    With the run's `settings` (the CLI passes them before it loads the definitions) the parse
+    renders the build's own profile and vars, so the partial-parse file it leaves is the one the
+    build can reuse: on a fresh checkout `make run` parses the project once, not twice (the
+    placeholder profile made the build reparse in full, about 5 CPU s).
+    """
+    if not manifest_is_stale(project.project_dir, project.manifest_path):
+        return project.manifest_path
+    # Several processes may load the definitions at once (test workers, webserver + daemon):
+    # one parses, the others wait and find a fresh manifest.
+    lock_path = Path(project.project_dir) / "target" / ".prepare.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if manifest_is_stale(project.project_dir, project.manifest_path):
+            # Parsing opens no database; the profile only has to render.
+            args = ["parse", "--quiet"]
+            if settings is None:
+                settings = Settings(sources_dir=lock_path.parent, warehouse_dir=lock_path.parent)
+            else:
+                args += build_args(settings)[1:]  # the build's --vars
+            with dbt_environment(settings.dbt_env()):
+                invocation = dbt_resource(project).cli(args, target_path=project.target_path)
+            invocation.wait()
+    return project.manifest_path
