@@ -71,23 +71,42 @@ def phase_of(step_key: str) -> str:
 
 
 class TreeRssSampler:
-    """Peak resident memory of a process and all its descendants, sampled every 0.1 s."""
+    """Peak resident memory of a process and all its descendants, sampled every 0.1 s, and
+    where it was: each process's share and the run's last progress line at that moment."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, log: Path | None = None) -> None:
         self.root = psutil.Process(pid)
+        self.log = log
         self.peak = 0
+        self.peak_where: dict = {}
+        self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _last_progress_line(self) -> str:
+        if self.log is None or not self.log.exists():
+            return ""
+        with open(self.log, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
+            lines = [ln for ln in fh.read().decode(errors="replace").splitlines() if "] " in ln]
+        return lines[-1].strip() if lines else ""
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 procs = [self.root, *self.root.children(recursive=True)]
-                total = 0
+                sizes = []
                 for p in procs:
                     with contextlib.suppress(psutil.Error):
-                        total += p.memory_info().rss
-                self.peak = max(self.peak, total)
+                        sizes.append((" ".join(p.cmdline()[1:4])[:60], p.memory_info().rss))
+                total = sum(rss for _, rss in sizes)
+                if total > self.peak:
+                    self.peak = total
+                    self.peak_where = {
+                        "seconds_into_run": round(time.monotonic() - self._t0, 1),
+                        "last_progress_line": self._last_progress_line(),
+                        "processes_mb": [[name, round(rss / 1e6)] for name, rss in sizes],
+                    }
             except psutil.Error:
                 pass
             self._stop.wait(0.1)
@@ -158,7 +177,7 @@ def run_pipeline(
     t0 = time.monotonic()
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-        with TreeRssSampler(proc.pid) as sampler:
+        with TreeRssSampler(proc.pid, log) as sampler:
             rc = proc.wait()
     wall = time.monotonic() - t0
     # CPU of the run and every descendant it waited for (dbt, docs): independent of other load
@@ -180,6 +199,7 @@ def run_pipeline(
         "load_average_before": round(load_before, 2),
         "load_average_after": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(sampler.peak / 1e6, 1),
+        "peak_rss_where": sampler.peak_where,
         "phases_s": {k: round(v, 2) for k, v in phases.items()},
     }
 
@@ -459,6 +479,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(_table(results))
     for name, t in results["targets"].items():
         print(f"{'met ' if t['met'] else 'MISSED'}  {name}: {t['measured']} (target {t['target']})")
+    for run in ("full", "incremental"):
+        where = results[run].get("peak_rss_where") or {}
+        procs = ", ".join(f"{name} {mb} MB" for name, mb in where.get("processes_mb", []))
+        print(
+            f"peak RSS of the {run} run at {where.get('seconds_into_run')} s, after "
+            f"'{where.get('last_progress_line', '')}': {procs}"
+        )
     print(f"wrote {args.results}")
     return results
 
