@@ -253,13 +253,19 @@ def warehouse(tmp_path_factory):
             RawFile("contractor_hours", "2023-05", CONTRACTORS),
         ],
     )
-    from pipelines.defs.dbt import dbt_resource, warehouse_dbt
+    from pipelines.defs import dbt as dbt_defs
 
-    result = dg.materialize(
-        [warehouse_dbt],
-        resources={"dbt": dbt_resource(), **talent_resources(warehouse_dir=wh)},
-        raise_on_error=False,
-    )
+    # this build's own record of passed unit tests (not the project's, which an earlier build
+    # may have written): so it runs them, and the test below sees that it did
+    marker = wh.parent / "unit-tests-passed" / "marker"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dbt_defs, "unit_tests_marker", lambda args: marker)
+        result = dg.materialize(
+            [dbt_defs.warehouse_dbt],
+            resources={"dbt": dbt_defs.dbt_resource(), **talent_resources(warehouse_dir=wh)},
+            raise_on_error=False,
+        )
+    (wh.parent / "first-build-dbt.log").write_text((wh / "runs" / "dbt.log").read_text())
     failed_checks = [
         f"{e.asset_key.to_user_string()}:{e.check_name}"
         for e in result.get_asset_check_evaluations()
@@ -269,10 +275,42 @@ def warehouse(tmp_path_factory):
         f"dbt build failed; failing checks: {failed_checks}"
     )
     # every dbt test became an asset check and was evaluated
-    assert len(result.get_asset_check_evaluations()) == len(list(warehouse_dbt.check_specs))
+    assert len(result.get_asset_check_evaluations()) == len(
+        list(dbt_defs.warehouse_dbt.check_specs)
+    )
     con = duckdb.connect(str(wh / "build" / "talent.duckdb"), read_only=True)
     yield wh, con
     con.close()
+
+
+def test_unit_tests_run_once_per_project_and_later_builds_leave_them_out(
+    warehouse, tmp_path, monkeypatch
+):
+    """They test the SQL on fixed inputs, so a build after one in which they passed (same
+    project, vars and versions) leaves them out; the data tests still run."""
+    import shutil
+
+    from pipelines.defs import dbt as dbt_defs
+
+    wh, _ = warehouse
+    first = (wh.parent / "first-build-dbt.log").read_text()
+    assert "START unit_test" in first
+    marker = wh.parent / "unit-tests-passed" / "marker"
+    assert marker.exists()  # the build passed: its unit tests with it
+    copy = tmp_path / "wh"
+    copy.mkdir()
+    shutil.copy2(wh / "raw.duckdb", copy / "raw.duckdb")
+    monkeypatch.setattr(dbt_defs, "unit_tests_marker", lambda args: marker)
+    result = dg.materialize(
+        [dbt_defs.warehouse_dbt],
+        resources={"dbt": dbt_defs.dbt_resource(), **talent_resources(warehouse_dir=copy)},
+    )
+    assert result.success
+    second = (copy / "runs" / "dbt.log").read_text()
+    assert "unit_test" not in second
+    assert len(result.get_asset_check_evaluations()) == len(
+        list(dbt_defs.warehouse_dbt.check_specs)
+    )
 
 
 @pytest.fixture(scope="module")

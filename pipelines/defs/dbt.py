@@ -142,20 +142,54 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     s = talent.settings
     s.ensure_dirs()
     args = build_args(s)
+    passed = unit_tests_marker(args)
+    skip_unit = passed.exists()
+    if skip_unit:
+        context.log.info(
+            "dbt unit tests passed for this project, vars and dbt/DuckDB versions "
+            f"({passed.name}); not run again: they test the SQL on fixed inputs, not the data"
+        )
     with dbt_output(context, s):
         with dbt_environment(s.dbt_env()):
-            build = dbt.cli(args, context=context)
+            build = dbt.cli(
+                args + (["--exclude-resource-type", "unit_test"] if skip_unit else []),
+                context=context,
+            )
         try:
             yield from build.stream()
         except BaseException:
             # each invocation writes its own target folder; keep target/ from growing every night
             shutil.rmtree(build.target_path, ignore_errors=True)
             raise
+        if not skip_unit and not context.is_subset:
+            # the whole build passed, its unit tests with it
+            passed.parent.mkdir(parents=True, exist_ok=True)
+            passed.touch()
         keep_partial_parse(build.target_path, Path(dbt_project.project_dir) / "target")
         try:
             _refresh_docs(context, dbt, s, args, build.target_path)
         finally:
             shutil.rmtree(build.target_path, ignore_errors=True)
+
+
+UNIT_TESTS_PASSED_DIR = "unit-tests-passed"
+
+
+def unit_tests_marker(args: list[str]) -> Path:
+    """Where a build records that the project's dbt unit tests passed.
+
+    Unit tests check a model's SQL against fixed input rows, so their outcome depends on the
+    project's files, the vars, and the dbt and DuckDB versions, never on the warehouse's data:
+    after one build in which they passed, later builds of the same project (every nightly, every
+    fresh warehouse) leave them out. A changed model, macro, var or version gives another marker,
+    and they run again.
+    """
+    import duckdb
+
+    fingerprint = hashlib.sha256(
+        f"{docs_fingerprint(Path(dbt_project.project_dir), args)}\nduckdb {duckdb.__version__}".encode()
+    ).hexdigest()
+    return Path(dbt_project.project_dir) / "target" / UNIT_TESTS_PASSED_DIR / fingerprint[:16]
 
 
 def keep_partial_parse(build_target: Path, project_target: Path) -> bool:
