@@ -14,8 +14,8 @@ an earlier line of the same file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -24,7 +24,13 @@ import pandas as pd
 from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest.reader import duckdb_type
-from pipelines.lib.quality.rules import QUARANTINE_ERROR_MIN_ROWS
+from pipelines.lib.quality.rules import QUARANTINE_ERROR_MIN_ROWS, rules_for
+
+# Above this many raw rows an export's current rows are validated in parts of about this size,
+# so the memory of the checks (Great Expectations keeps several copies of a pandas frame) stays
+# flat as the company grows: at 200,000 employees one frame of 1.1 M incident rows made the
+# checks' process 3.5 GB.
+CHUNK_ROWS = 250_000
 
 # Columns added to every raw frame so that a failure can name the file and line.
 LOCATION_COLUMNS = ("_file_name", "_line")
@@ -145,6 +151,40 @@ class Frames:
 
     suite: str
     frames: dict[str, pd.DataFrame | None]
+    # the "rows" frame in parts, each read when validated (frames["rows"] is then None)
+    row_chunks: tuple[Callable[[], pd.DataFrame], ...] = field(default=())
+
+
+def partition_columns(suite: str) -> list[str]:
+    """Columns whose hash splits the current rows into parts without changing any outcome.
+
+    Every row rule judges one row, except the uniqueness rules; rows that agree on the columns
+    of every uniqueness rule must meet in one part, so the parts are split by the columns the
+    uniqueness rules share (none: any split will do)."""
+    sets = []
+    for r in rules_for(suite):
+        if r.batch != "rows":
+            continue
+        if r.expectation == "ExpectColumnValuesToBeUnique":
+            sets.append({r.kwargs["column"]})
+        elif r.expectation == "ExpectCompoundColumnsToBeUnique":
+            sets.append(set(r.kwargs["column_list"]))
+    if not sets:
+        return list(LOCATION_COLUMNS)
+    shared = set.intersection(*sets)
+    return sorted(shared)
+
+
+def _chunk_reader(raw_db: Path, sql: str, columns: list[str], parts: int, part: int):
+    def read() -> pd.DataFrame:
+        key = ", ".join(_q(c) for c in columns)
+        with db.connect(raw_db, read_only=True) as con:
+            return con.execute(
+                f"select * from ({sql}) where hash({key}) % {parts} = {part} "
+                "order by _file_name, _line"
+            ).df()
+
+    return read
 
 
 def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
@@ -225,14 +265,26 @@ def read_raw_frames(
                 f"{raw_db.name}: table {export_name} lacks the load columns "
                 f"{sorted(missing_meta)}; re-create it with the current ingestion"
             )
+        sql = current_rows_sql(export, cols, "employees" in tables, only_files)
+        raw_rows = con.execute(f"select count(*) from {_q(export_name)}").fetchone()[0]
+        shared = partition_columns(suite)
+        parts = -(-int(raw_rows) // CHUNK_ROWS)
+        chunked = parts > 1 and bool(shared) and set(shared) <= cols | set(LOCATION_COLUMNS)
         rows = (
             None
-            if only_files is not None and not only_files
-            else con.execute(current_rows_sql(export, cols, "employees" in tables, only_files)).df()
+            if (only_files is not None and not only_files) or chunked
+            else con.execute(sql).df()
         )
         deliveries = con.execute(deliveries_sql(export)).df()
+    chunks = (
+        tuple(_chunk_reader(raw_db, sql, shared, parts, i) for i in range(parts))
+        if chunked and not (only_files is not None and not only_files)
+        else ()
+    )
     return Frames(
-        suite, {"rows": rows, "deliveries": deliveries, "schema": schema_frame(export, declared)}
+        suite,
+        {"rows": rows, "deliveries": deliveries, "schema": schema_frame(export, declared)},
+        chunks,
     )
 
 

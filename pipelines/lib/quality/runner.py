@@ -346,6 +346,18 @@ def _missing(rules: Iterable[Rule], problem: str) -> tuple[Outcome, ...]:
     return tuple(out)
 
 
+def _validate_parts(validator, suite: str, parts, rules: Sequence[Rule]) -> list[Outcome]:
+    """The row rules over the current rows read in parts (`Frames.row_chunks`), one part in
+    memory at a time; each rule's outcomes add up over the parts (`kept.merge`)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for i, read in enumerate(parts, start=1):
+        frame = read()
+        for o in validator.validate(f"{suite}.part{i}", frame, rules):
+            found.setdefault(o.rule.name, []).append(to_json(o))
+        del frame
+    return [Outcome(r, **merge(r, found[r.name], _advice)) for r in rules if r.name in found]
+
+
 def run_suites(
     suites: Sequence[str],
     read: Any,
@@ -366,6 +378,9 @@ def run_suites(
         outcomes: list[Outcome] = []
         for batch, frame in frames.frames.items():
             batch_rules = [r for r in rules if r.batch == batch]
+            if batch == "rows" and frames.row_chunks and batch_rules:
+                outcomes.extend(_validate_parts(validator, suite, frames.row_chunks, batch_rules))
+                continue
             if batch_rules and frame is not None:
                 gx_name = suite if batch == "rows" else f"{suite}.{batch}"
                 outcomes.extend(validator.validate(gx_name, frame, batch_rules))
