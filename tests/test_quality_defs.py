@@ -129,39 +129,3 @@ def test_repeated_rows_are_stored_as_a_warning_not_a_failed_blocking_check(tmp_p
     failing = warning.evaluation.metadata["failing_expectations"].value
     assert [f["expectation"] for f in failing] == ["no_identical_rows"]
     assert ran == ["staging/people"]
-
-
-def test_raw_checks_run_here_when_small_and_in_a_child_process_when_large(tmp_path):
-    import os
-
-    import duckdb
-
-    assert quality.run_sized(os.getpid, quality.IN_PROCESS_ROWS) == os.getpid()
-    assert quality.run_sized(os.getpid, quality.IN_PROCESS_ROWS + 1) != os.getpid()
-    # the row count is what the raw checks would read: every row of the checked exports
-    # while nothing is kept, then only the rows of deliveries not validated before
-    from types import SimpleNamespace
-
-    from pipelines.lib.quality.kept import STORE_FILE, OutcomeStore, Plan, rules_fingerprint
-    from pipelines.lib.quality.rules import rules_for
-    from pipelines.lib.quality.runner import rows_to_validate
-
-    settings = SimpleNamespace(raw_db=tmp_path / "raw.duckdb", quality_dir=tmp_path / "quality")
-    assert rows_to_validate(settings, ["employees"]) == 0  # no raw file yet
-    with duckdb.connect(str(settings.raw_db)) as con:
-        con.execute(
-            "create table employees as select case when range < 1200 then 'a' else 'b' end "
-            "as _file_id from range(1234)"
-        )
-        con.execute("create table incidents as select 'c' as _file_id from range(99)")
-        con.execute(
-            "create table manifest as select * from (values ('a', 'employees', 'active'), "
-            "('b', 'employees', 'active'), ('c', 'incidents', 'active')) t(file_id, export, status)"
-        )
-    assert rows_to_validate(settings, ["employees"]) == 1234
-    assert rows_to_validate(settings, ["employees", "incidents"]) == 1333
-    store = OutcomeStore(settings.quality_dir / STORE_FILE)
-    rows = rules_fingerprint(r for r in rules_for("raw.employees") if r.batch == "rows")
-    store.record("raw.employees", rows, Plan(), ["a"], [])
-    store.save()
-    assert rows_to_validate(settings, ["employees", "incidents"]) == 34 + 99

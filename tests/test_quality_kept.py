@@ -140,3 +140,25 @@ def test_large_exports_are_validated_in_parts_with_the_same_outcomes(tmp_path, m
     assert whole["natural_key_unique"][:2] == (False, 2)
     assert whole["downtime_minutes_in_range"][:2] == (False, 1)
     assert whole["severity_not_null"][:2] == (False, 1)
+
+
+def test_a_validated_frame_is_not_kept_by_great_expectations(tmp_path):
+    """The library caches each batch and its metrics for the life of its context; the runner
+    empties them after every part, so a run holds one part's rows at a time."""
+    import gc
+    import weakref
+
+    from pipelines.lib.quality import runner
+    from pipelines.lib.quality.frames import read_raw_frames
+    from pipelines.lib.quality.rules import rules_for
+
+    settings = FakeSettings(tmp_path / "wh")
+    write_raw(settings.raw_db, {**clean_tables(), "incidents": _incidents(0, 30)})
+    frame = read_raw_frames(settings.raw_db, "incidents").frames["rows"]
+    validator = runner._Validator(None)
+    rules = [r for r in rules_for("raw.incidents") if r.batch == "rows"]
+    assert all(o.passed for o in validator.validate("raw.incidents", frame, rules))
+    alive = weakref.ref(frame)
+    del frame
+    gc.collect()
+    assert alive() is None

@@ -10,15 +10,10 @@ repeated row) never shows as a failed blocking check. The rules and their severi
 
 The raw checks share one step and the mart checks another, so that each group writes one Data
 Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
-The raw checks run Great Expectations in a child process of their own (`in_child`) when they
-read more than `IN_PROCESS_ROWS` raw rows (each delivery is validated once, so a nightly that
-brings a day's files reads only those and stays here): the memory of the library and of
-its pandas frames (about 1 GB for 1.2 M raw rows, which a Python process keeps after the frames
-are gone) is returned when the child exits instead of lying under dbt and the statistics that
-run next. Below that (the bundled sample: 53,000 rows) they run here: the child's own start and
-import of GX (about 6 CPU s) would cost more than the few tens of MB it returns, and the mart
-checks (small frames, after the statistics) import GX here anyway; loading the definitions
-never does.
+Great Expectations runs in this process. Large exports are read and validated in parts, and
+the library's caches are emptied after each part (`pipelines/lib/quality/runner.py`), so the
+checks' memory stays flat as the company grows; a child process of their own (once used to hand
+that memory back) is no longer needed and would cost a second import of the library.
 """
 
 from collections.abc import Iterator
@@ -113,25 +108,6 @@ def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
 
 
 # Above this many rows in the checked raw tables the raw checks run in a child process.
-IN_PROCESS_ROWS = 200_000
-
-
-def run_sized(fn, rows: int, *args):
-    """`fn(*args)` in this process when it reads at most `IN_PROCESS_ROWS` rows, else in a
-    child process (`in_child`)."""
-    return in_child(fn, *args) if rows > IN_PROCESS_ROWS else fn(*args)
-
-
-def in_child(fn, *args):
-    """`fn(*args)` in a fresh Python process (spawned: it inherits no Dagster state)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-        return pool.submit(fn, *args).result()
-
-
 def _selected(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -> list[str]:
     keys = {k.asset_key for k in context.selected_asset_check_keys}
     return [s.split(".", 1)[1] for s in suites if suite_asset_key(s) in keys]
@@ -155,12 +131,9 @@ def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetC
 def raw_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
-    from pipelines.lib.quality.runner import rows_to_validate, run_raw_suites
+    from pipelines.lib.quality.runner import run_raw_suites
 
-    exports = _selected(context, RAW_SUITES)
-    # the rows this run reads: a nightly that brings a day's files validates only them
-    rows = rows_to_validate(talent.settings, exports)
-    yield from _emit(context, run_sized(run_raw_suites, rows, talent.settings, exports))
+    yield from _emit(context, run_raw_suites(talent.settings, _selected(context, RAW_SUITES)))
 
 
 @dg.multi_asset_check(
@@ -173,5 +146,4 @@ def mart_quality_suites(
 ) -> Iterator[dg.AssetCheckResult]:
     from pipelines.lib.quality.runner import run_mart_suites
 
-    # the marts are small and checked after the statistics: no child (a second import of GX)
     yield from _emit(context, run_mart_suites(talent.settings, _selected(context, MART_SUITES)))
