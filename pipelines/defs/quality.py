@@ -107,7 +107,6 @@ def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
     )
 
 
-# Above this many rows in the checked raw tables the raw checks run in a child process.
 def _selected(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -> list[str]:
     keys = {k.asset_key for k in context.selected_asset_check_keys}
     return [s.split(".", 1)[1] for s in suites if suite_asset_key(s) in keys]
