@@ -175,16 +175,36 @@ def partition_columns(suite: str) -> list[str]:
     return sorted(shared)
 
 
-def _chunk_reader(raw_db: Path, sql: str, columns: list[str], parts: int, part: int):
-    def read() -> pd.DataFrame:
-        key = ", ".join(_q(c) for c in columns)
-        with db.connect(raw_db, read_only=True) as con:
-            return con.execute(
-                f"select * from ({sql}) where hash({key}) % {parts} = {part} "
-                "order by _file_name, _line"
-            ).df()
+class _Parts:
+    """The current rows of one export in `count` parts, by the hash of `columns`.
 
-    return read
+    The current-rows query runs once, into a temporary table of a read-only connection (DuckDB
+    keeps it compactly, in memory or spilled); each part is then a plain scan. The connection
+    closes after the last part is read."""
+
+    def __init__(self, raw_db: Path, sql: str, columns: list[str], count: int) -> None:
+        self.raw_db, self.sql, self.columns, self.count = raw_db, sql, columns, count
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    def reader(self, part: int) -> Callable[[], pd.DataFrame]:
+        return lambda: self.read(part)
+
+    def read(self, part: int) -> pd.DataFrame:
+        if self._con is None:
+            self._con = db.connect(self.raw_db, read_only=True)
+            key = ", ".join(_q(c) for c in self.columns)
+            self._con.execute(
+                f"create temp table current_rows as select *, hash({key}) % {self.count} "
+                f"as _part from ({self.sql})"
+            )
+        frame = self._con.execute(
+            "select * exclude (_part) from current_rows where _part = ? order by _file_name, _line",
+            [part],
+        ).df()
+        if part == self.count - 1:
+            self._con.close()
+            self._con = None
+        return frame
 
 
 def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
@@ -276,11 +296,10 @@ def read_raw_frames(
             else con.execute(sql).df()
         )
         deliveries = con.execute(deliveries_sql(export)).df()
-    chunks = (
-        tuple(_chunk_reader(raw_db, sql, shared, parts, i) for i in range(parts))
-        if chunked and not (only_files is not None and not only_files)
-        else ()
-    )
+    chunks: tuple[Callable[[], pd.DataFrame], ...] = ()
+    if chunked and not (only_files is not None and not only_files):
+        split = _Parts(raw_db, sql, shared, parts)
+        chunks = tuple(split.reader(i) for i in range(parts))
     return Frames(
         suite,
         {"rows": rows, "deliveries": deliveries, "schema": schema_frame(export, declared)},
