@@ -283,34 +283,22 @@ def warehouse(tmp_path_factory):
     con.close()
 
 
-def test_unit_tests_run_once_per_project_and_later_builds_leave_them_out(
-    warehouse, tmp_path, monkeypatch
-):
-    """They test the SQL on fixed inputs, so a build after one in which they passed (same
-    project, vars and versions) leaves them out; the data tests still run."""
-    import shutil
-
-    from pipelines.defs import dbt as dbt_defs
+def test_unit_tests_run_once_per_project_and_later_builds_leave_them_out(warehouse, tmp_path):
+    """They test the SQL on fixed inputs: this module's build had no record of them passing,
+    so it ran them and, having passed, wrote the record; a build that finds the record leaves
+    them out (the data tests still run: only the unit_test resource type is excluded)."""
+    from pipelines.defs.dbt import build_args, build_command, unit_tests_marker
 
     wh, _ = warehouse
-    first = (wh.parent / "first-build-dbt.log").read_text()
-    assert "START unit_test" in first
+    assert "START unit_test" in (wh.parent / "first-build-dbt.log").read_text()
     marker = wh.parent / "unit-tests-passed" / "marker"
-    assert marker.exists()  # the build passed: its unit tests with it
-    copy = tmp_path / "wh"
-    copy.mkdir()
-    shutil.copy2(wh / "raw.duckdb", copy / "raw.duckdb")
-    monkeypatch.setattr(dbt_defs, "unit_tests_marker", lambda args: marker)
-    result = dg.materialize(
-        [dbt_defs.warehouse_dbt],
-        resources={"dbt": dbt_defs.dbt_resource(), **talent_resources(warehouse_dir=copy)},
-    )
-    assert result.success
-    second = (copy / "runs" / "dbt.log").read_text()
-    assert "unit_test" not in second
-    assert len(result.get_asset_check_evaluations()) == len(
-        list(dbt_defs.warehouse_dbt.check_specs)
-    )
+    assert marker.exists()
+    args = build_args(talent_resources(warehouse_dir=wh)["talent"].settings)
+    assert build_command(args, marker) == [*args, "--exclude-resource-type", "unit_test"]
+    assert build_command(args, tmp_path / "never-passed") == args
+    # another project, vars or version is another record
+    other = build_args(talent_resources(warehouse_dir=wh, min_group_size=9)["talent"].settings)
+    assert unit_tests_marker(other) != unit_tests_marker(args)
 
 
 @pytest.fixture(scope="module")

@@ -143,7 +143,8 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     s.ensure_dirs()
     args = build_args(s)
     passed = unit_tests_marker(args)
-    skip_unit = passed.exists()
+    command = build_command(args, passed)
+    skip_unit = command != args
     if skip_unit:
         context.log.info(
             "dbt unit tests passed for this project, vars and dbt/DuckDB versions "
@@ -151,10 +152,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
         )
     with dbt_output(context, s):
         with dbt_environment(s.dbt_env()):
-            build = dbt.cli(
-                args + (["--exclude-resource-type", "unit_test"] if skip_unit else []),
-                context=context,
-            )
+            build = dbt.cli(command, context=context)
         try:
             yield from build.stream()
         except BaseException:
@@ -190,6 +188,12 @@ def unit_tests_marker(args: list[str]) -> Path:
         f"{docs_fingerprint(Path(dbt_project.project_dir), args)}\nduckdb {duckdb.__version__}".encode()
     ).hexdigest()
     return Path(dbt_project.project_dir) / "target" / UNIT_TESTS_PASSED_DIR / fingerprint[:16]
+
+
+def build_command(args: list[str], unit_tests_passed: Path) -> list[str]:
+    """The build's arguments, leaving out the unit tests once they have passed (see
+    `unit_tests_marker`); the data tests always run."""
+    return args + (["--exclude-resource-type", "unit_test"] if unit_tests_passed.exists() else [])
 
 
 def keep_partial_parse(build_target: Path, project_target: Path) -> bool:
