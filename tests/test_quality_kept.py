@@ -140,6 +140,10 @@ def test_large_exports_are_validated_in_parts_with_the_same_outcomes(tmp_path, m
     assert whole["natural_key_unique"][:2] == (False, 2)
     assert whole["downtime_minutes_in_range"][:2] == (False, 1)
     assert whole["severity_not_null"][:2] == (False, 1)
+    # a night's small delivery beside the large one is read in one piece
+    day = _deliver(settings.raw_db, "incidents_2024-07-01.csv", "2024-07-01", 1, _incidents(90, 3))
+    assert frames.read_raw_frames(settings.raw_db, "incidents", [day]).row_chunks == ()
+    assert len(frames.read_raw_frames(settings.raw_db, "incidents").row_chunks) == 5
 
 
 def test_a_validated_frame_is_not_kept_by_great_expectations(tmp_path):

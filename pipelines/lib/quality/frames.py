@@ -27,9 +27,8 @@ from pipelines.lib.ingest.reader import duckdb_type
 from pipelines.lib.quality.rules import QUARANTINE_ERROR_MIN_ROWS, rules_for
 
 # Above this many raw rows an export's current rows are validated in parts of about this size,
-# so the memory of the checks (Great Expectations keeps several copies of a pandas frame) stays
-# flat as the company grows: at 200,000 employees one frame of 1.1 M incident rows made the
-# checks' process 3.5 GB.
+# one part in memory at a time, so the checks' memory stays flat as the company grows (a pandas
+# frame of 200,000 raw rows and Great Expectations' work on it take a few hundred MB).
 CHUNK_ROWS = 250_000
 
 # Columns added to every raw frame so that a failure can name the file and line.
@@ -286,18 +285,19 @@ def read_raw_frames(
                 f"{sorted(missing_meta)}; re-create it with the current ingestion"
             )
         sql = current_rows_sql(export, cols, "employees" in tables, only_files)
-        raw_rows = con.execute(f"select count(*) from {_q(export_name)}").fetchone()[0]
+        nothing_new = only_files is not None and not only_files
+        # raw rows of the deliveries read (at least as many as the current rows among them)
+        count, params = f"select count(*) from {_q(export_name)}", []
+        if only_files:
+            count, params = count + " where _file_id in (select unnest(?))", [list(only_files)]
+        raw_rows = 0 if nothing_new else con.execute(count, params).fetchone()[0]
         shared = partition_columns(suite)
         parts = -(-int(raw_rows) // CHUNK_ROWS)
         chunked = parts > 1 and bool(shared) and set(shared) <= cols | set(LOCATION_COLUMNS)
-        rows = (
-            None
-            if (only_files is not None and not only_files) or chunked
-            else con.execute(sql).df()
-        )
+        rows = None if nothing_new or chunked else con.execute(sql).df()
         deliveries = con.execute(deliveries_sql(export)).df()
     chunks: tuple[Callable[[], pd.DataFrame], ...] = ()
-    if chunked and not (only_files is not None and not only_files):
+    if chunked:
         split = _Parts(raw_db, sql, shared, parts)
         chunks = tuple(split.reader(i) for i in range(parts))
     return Frames(
