@@ -329,3 +329,21 @@ def bench_run(tmp_path_factory) -> tuple[dict, Path]:
 
     work = built_once(tmp_path_factory, "bench", build)
     return json.loads((work / "results.json").read_text()), work / "work"
+
+
+# The slowest modules first (measured: end-to-end runs of a few minutes each), so that with two
+# workers taking whole modules (`--dist loadfile`) neither is left with a long one at the end.
+# test_incremental reads the smoke bench that test_bench builds, so it comes later than that.
+SLOW_MODULES_FIRST = (
+    "test_bench.py",
+    "test_operations.py",
+    "test_effects_e2e.py",
+    "test_blocking.py",
+    "test_dbt_warehouse.py",
+    "test_incremental.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
