@@ -100,7 +100,8 @@ class TreeRssSampler:
                 sizes = []
                 for p in procs:
                     with contextlib.suppress(psutil.Error):
-                        sizes.append((" ".join(p.cmdline()[1:4])[:60], p.memory_info().rss))
+                        words = [Path(w).name if os.path.isabs(w) else w for w in p.cmdline()[1:4]]
+                        sizes.append((" ".join(words)[:60], p.memory_info().rss))
                 total = sum(rss for _, rss in sizes)
                 if total > self.peak:
                     self.peak = total
