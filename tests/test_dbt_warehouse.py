@@ -259,7 +259,7 @@ def warehouse(tmp_path_factory):
     # may have written): so it runs them, and the test below sees that it did
     marker = wh.parent / "unit-tests-passed" / "marker"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(dbt_defs, "unit_tests_marker", lambda args: marker)
+        mp.setattr(dbt_defs, "unit_tests_marker", lambda fingerprint: marker)
         result = dg.materialize(
             [dbt_defs.warehouse_dbt],
             resources={"dbt": dbt_defs.dbt_resource(), **talent_resources(warehouse_dir=wh)},
@@ -287,7 +287,8 @@ def test_unit_tests_run_once_per_project_and_later_builds_leave_them_out(warehou
     """They test the SQL on fixed inputs: this module's build had no record of them passing,
     so it ran them and, having passed, wrote the record; a build that finds the record leaves
     them out (the data tests still run: only the unit_test resource type is excluded)."""
-    from pipelines.defs.dbt import build_args, build_command, unit_tests_marker
+    from pipelines.defs.dbt import build_args, build_command, docs_fingerprint, unit_tests_marker
+    from pipelines.lib.project_files import DBT_PROJECT_DIR
 
     wh, _ = warehouse
     assert "START unit_test" in (wh.parent / "first-build-dbt.log").read_text()
@@ -298,7 +299,9 @@ def test_unit_tests_run_once_per_project_and_later_builds_leave_them_out(warehou
     assert build_command(args, tmp_path / "never-passed") == args
     # another project, vars or version is another record
     other = build_args(talent_resources(warehouse_dir=wh, min_group_size=9)["talent"].settings)
-    assert unit_tests_marker(other) != unit_tests_marker(args)
+    assert unit_tests_marker(docs_fingerprint(DBT_PROJECT_DIR, other)) != unit_tests_marker(
+        docs_fingerprint(DBT_PROJECT_DIR, args)
+    )
 
 
 @pytest.fixture(scope="module")

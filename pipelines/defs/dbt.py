@@ -142,7 +142,10 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     s = talent.settings
     s.ensure_dirs()
     args = build_args(s)
-    passed = unit_tests_marker(args)
+    # what the project's files, vars and dbt version make: names the docs site and the record
+    # of passed unit tests (hashed once per build)
+    project = docs_fingerprint(Path(dbt_project.project_dir), args)
+    passed = unit_tests_marker(project)
     command = build_command(args, passed)
     skip_unit = command != args
     if skip_unit:
@@ -165,7 +168,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             passed.touch()
         keep_partial_parse(build.target_path, Path(dbt_project.project_dir) / "target")
         try:
-            _refresh_docs(context, dbt, s, args, build.target_path)
+            _refresh_docs(context, dbt, s, args, project, build.target_path)
         finally:
             shutil.rmtree(build.target_path, ignore_errors=True)
 
@@ -173,11 +176,12 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
 UNIT_TESTS_PASSED_DIR = "unit-tests-passed"
 
 
-def unit_tests_marker(args: list[str]) -> Path:
+def unit_tests_marker(project_fingerprint: str) -> Path:
     """Where a build records that the project's dbt unit tests passed.
 
     Unit tests check a model's SQL against fixed input rows, so their outcome depends on the
-    project's files, the vars, and the dbt and DuckDB versions, never on the warehouse's data:
+    project's files, the vars, and the dbt and DuckDB versions (`project_fingerprint`, from
+    `docs_fingerprint`, plus the DuckDB version), never on the warehouse's data:
     after one build in which they passed, later builds of the same project (every nightly, every
     fresh warehouse) leave them out. A changed model, macro, var or version gives another marker,
     and they run again.
@@ -185,7 +189,7 @@ def unit_tests_marker(args: list[str]) -> Path:
     import duckdb
 
     fingerprint = hashlib.sha256(
-        f"{docs_fingerprint(Path(dbt_project.project_dir), args)}\nduckdb {duckdb.__version__}".encode()
+        f"{project_fingerprint}\nduckdb {duckdb.__version__}".encode()
     ).hexdigest()
     return Path(dbt_project.project_dir) / "target" / UNIT_TESTS_PASSED_DIR / fingerprint[:16]
 
@@ -241,10 +245,11 @@ def _refresh_docs(
     dbt: DbtCliResource,
     s: Settings,
     args: list[str],
+    fingerprint: str,
     target_path: Path,
 ) -> None:
-    """Regenerate the docs site unless it already documents this project and these vars."""
-    fingerprint = docs_fingerprint(Path(dbt_project.project_dir), args)
+    """Regenerate the docs site unless it already documents this project and these vars
+    (`fingerprint`: `docs_fingerprint` of the project and `args`)."""
     if docs_are_current(s.docs_dir, fingerprint):
         context.log.info(
             f"dbt docs in {s.docs_dir} already describe this project and vars; not regenerated"
