@@ -36,6 +36,8 @@ class RunOutcome:
     failures: list[Failure] = field(default_factory=list)
     warnings: list[Failure] = field(default_factory=list)
     materialized: list[str] = field(default_factory=list)
+    # materialised assets whose inputs had not changed, so their tables were kept as they were
+    kept: list[str] = field(default_factory=list)
     loads: list[ExportLoad] = field(default_factory=list)
     checks_passed: int = 0
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -73,6 +75,8 @@ class RunOutcome:
             f"{len(self.materialized)} assets materialised ({marts} marts) in "
             f"{self.wall_seconds:.0f} s, run {self.run_id}"
         )
+        if self.kept:
+            lines.append(f"Kept, inputs unchanged since they were computed: {', '.join(self.kept)}")
         for w in self.warnings:
             lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
         for f in self.failures:
@@ -109,9 +113,11 @@ def _outcome(result) -> RunOutcome:
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             key = event.asset_key
             out.materialized.append(key.to_user_string())
+            meta = event.event_specific_data.materialization.metadata
+            values = {k: getattr(v, "value", v) for k, v in meta.items()}
+            if values.get("inputs_unchanged") is True:
+                out.kept.append(key.to_user_string())
             if key.path[0] == "raw":
-                meta = event.event_specific_data.materialization.metadata
-                values = {k: getattr(v, "value", v) for k, v in meta.items()}
                 out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
@@ -235,6 +241,7 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "success": outcome.success,
         "wall_seconds": outcome.wall_seconds,
         "step_seconds": outcome.step_seconds,
+        "kept_unchanged": outcome.kept,
         "failures": [vars(f) for f in outcome.failures],
         "warnings": [vars(f) for f in outcome.warnings],
     }

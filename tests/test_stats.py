@@ -395,9 +395,10 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     assert "incident_rate_ratio" in meta["marts/certification_effect"]
 
 
-def test_the_asset_reads_only_the_columns_the_statistics_use():
+def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months():
     from pipelines.defs import stats as stats_defs
     from pipelines.lib.stats.prepare import INCIDENT_COLUMNS
+    from pipelines.lib.stats.window import complete_month_queries, complete_months
 
     em, inc = simulate(5, n=40, months=12)
     em = em.assign(team_name="platform", salary_band="b3")  # columns no estimator reads
@@ -408,19 +409,110 @@ def test_the_asset_reads_only_the_columns_the_statistics_use():
             "create table intermediate.int_incident_responses as "
             "select *, 'note' as free_text from inc"
         )
-        months, incidents = (stats_defs.read_used_columns(con, t) for t in stats_defs.INPUT_TABLES)
+        through, queries = complete_month_queries(con)
+        months, incidents = (con.execute(sql).df() for sql in queries.values())
         assert "team_name" not in months and "salary_band" not in months
         assert list(incidents.columns) == list(INCIDENT_COLUMNS)
-        # the narrow read gives the same estimates as the whole tables
+        # the latest month (the month in progress) is left out
+        assert pd.Timestamp(months["month"].max()) == pd.Timestamp(through)
+        assert pd.Timestamp(through) < pd.Timestamp(em["month"].max())
+        assert (pd.to_datetime(incidents["month"]) <= pd.Timestamp(through)).all()
+        # the narrow read in SQL gives the estimates of the same cut made on the whole frames
         whole = [con.execute(f"select * from {t}").df() for t in stats_defs.INPUT_TABLES]
+        cut_em, cut_inc, cut_through = complete_months(*whole)
+        assert cut_through == through and len(cut_em) == len(months)
         pd.testing.assert_frame_equal(
-            stats.estimate_effects(months, incidents), stats.estimate_effects(*whole)
+            stats.estimate_effects(months, incidents), stats.estimate_effects(cut_em, cut_inc)
         )
         # a used column the table lacks still reaches the error that names it
         con.execute("alter table intermediate.int_engineer_months drop column exposure_months")
-        short = stats_defs.read_used_columns(con, "intermediate.int_engineer_months")
+        _, queries = complete_month_queries(con)
+        short = con.execute(queries["intermediate.int_engineer_months"]).df()
     with pytest.raises(stats.StatsInputError, match="int_engineer_months.*exposure_months"):
         stats.estimate_effects(short, inc)
+
+
+def _cut_tables(con, em_rows, inc_rows):
+    con.execute("create schema if not exists intermediate")
+    con.execute(
+        "create or replace table intermediate.int_engineer_months (person_key varchar, "
+        "month date, first_certified_month date, incidents int)"
+    )
+    con.executemany("insert into intermediate.int_engineer_months values (?, ?, ?, ?)", em_rows)
+    con.execute(
+        "create or replace table intermediate.int_incident_responses (person_key varchar, "
+        "month date, resolve_minutes double)"
+    )
+    con.executemany("insert into intermediate.int_incident_responses values (?, ?, ?)", inc_rows)
+
+
+def test_the_month_in_progress_and_later_certifications_are_left_out():
+    """Rows of the latest month go; a certification first held in it is not yet known to the
+    earlier months; an incident without a month stays (the estimators count it as left out)."""
+    from datetime import date
+
+    from pipelines.lib.stats.window import complete_month_queries, complete_months
+
+    jul, aug, sep = date(2026, 7, 1), date(2026, 8, 1), date(2026, 9, 1)
+    em_rows = [
+        ("a", jul, None, 1),
+        ("a", aug, None, 0),
+        ("a", sep, sep, 2),  # a certifies in the month in progress
+        ("b", jul, jul, 0),
+        ("b", aug, jul, 1),
+        ("b", sep, jul, 0),
+    ]
+    inc_rows = [("a", jul, 30.0), ("b", aug, 45.0), ("a", sep, 60.0), ("b", None, 10.0)]
+    with duckdb.connect() as con:
+        _cut_tables(con, em_rows, inc_rows)
+        through, queries = complete_month_queries(con)
+        em = con.execute(queries["intermediate.int_engineer_months"] + " order by 1, 2").fetchall()
+        inc = con.execute(queries["intermediate.int_incident_responses"] + " order by 2").fetchall()
+        whole = [
+            con.execute(f"select * from intermediate.{t}").df()
+            for t in ("int_engineer_months", "int_incident_responses")
+        ]
+    assert through == aug
+    assert em == [("a", jul, None, 1), ("a", aug, None, 0), ("b", jul, jul, 0), ("b", aug, jul, 1)]
+    # (the columns come in the estimators' order: person_key, resolve_minutes, month)
+    assert inc == [("b", 10.0, None), ("a", 30.0, jul), ("b", 45.0, aug)]
+    # the same cut on frames
+    cut_em, cut_inc, cut_through = complete_months(*whole)
+    assert cut_through == aug
+    first = cut_em.sort_values(["person_key", "month"])["first_certified_month"]
+    assert [None if pd.isna(v) else pd.Timestamp(v).date() for v in first] == [
+        None,
+        None,
+        jul,
+        jul,
+    ]
+    assert sorted(cut_inc["resolve_minutes"]) == [10.0, 30.0, 45.0]
+
+
+def test_one_month_of_data_leaves_nothing_complete_and_the_metrics_not_estimable():
+    from datetime import date
+
+    from pipelines.lib.stats.window import complete_month_queries
+
+    sep = date(2026, 9, 1)
+    with duckdb.connect() as con:
+        _cut_tables(con, [("a", sep, sep, 1)], [("a", sep, 5.0)])
+        _, queries = complete_month_queries(con)
+        counts = [
+            con.execute(f"select count(*) from ({q})").fetchone()[0] for q in queries.values()
+        ]
+        # a real panel of which only the latest month was delivered
+        em, inc = simulate(5, n=40, months=12)
+        latest = em["month"].max()
+        em, inc = em[em["month"] == latest], inc[inc["month"] == latest]  # noqa: F841 (SQL)
+        con.execute("create or replace table intermediate.int_engineer_months as from em")
+        con.execute("create or replace table intermediate.int_incident_responses as from inc")
+        _, queries = complete_month_queries(con)
+        months, incidents = (con.execute(sql).df() for sql in queries.values())
+    assert counts == [0, 0] and len(months) == 0 and len(incidents) == 0
+    effects = stats.estimate_effects(months, incidents)
+    assert not effects["estimable"].any()
+    assert effects["not_estimable_reason"].notna().all()
 
 
 def _panel(seed: int, people: int = 120, months: int = 20):

@@ -1,9 +1,11 @@
 """Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats/`).
 
-Reads the two intermediate models from the build file, estimates, and writes the two marts back
-into schema `marts` of the same file. When the inputs (and the statistics code and settings) are
-those the marts in the file were estimated from, the marts are kept (`lib.fingerprint`). Each DuckDB connection is closed before the next step so
-dbt (a subprocess) can open the file again.
+Reads the complete months of the two intermediate models from the build file (the month in
+progress is left out, `lib/stats/window.py`), estimates, and writes the two marts back into
+schema `marts` of the same file. When those rows (and the statistics code and settings) are the
+ones the marts in the file were estimated from, the marts are kept (`lib.fingerprint`): a night
+that only adds to the month in progress does not re-estimate. Each DuckDB connection is closed
+before the next step so dbt (a subprocess) can open the file again.
 """
 
 import math
@@ -25,18 +27,6 @@ OUTPUT_TABLES = ("marts.certification_effect", "marts.certification_event_study"
 STEP = "certification_statistics"
 EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
 EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
-
-
-def read_used_columns(con, table: str):
-    """The columns of `table` the statistics read (`prepare.USED_COLUMNS`), as pandas: 11 of the
-    20 columns of the engineer-months, a quarter of the frame's memory (pandas keeps each key
-    and text as a Python string). A used column the table lacks is left out here, so
-    `prepare` names it in its error."""
-    from pipelines.lib.stats.prepare import USED_COLUMNS
-
-    present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
-    columns = ", ".join(f'"{c}"' for c in USED_COLUMNS[table] if c in present)
-    return con.execute(f"select {columns or '*'} from {table}").df()
 
 
 def _write(con, table: str, df) -> None:
@@ -108,11 +98,14 @@ def effect_metadata(effects) -> dict:
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the effects, unless the inputs are those of the effects already in the file."""
+    from pipelines.lib.stats.window import complete_month_queries
+
     s = talent.settings
     with db.connect(s.build_db, read_only=True) as con:
-        fp = fingerprint.inputs_fingerprint(
+        through, queries = complete_month_queries(con)
+        fp = fingerprint.queries_fingerprint(
             con,
-            INPUT_TABLES,
+            queries,
             fingerprint.package_source("pipelines.lib.stats"),
             f"min_group_size={s.min_group_size}",
         )
@@ -121,14 +114,21 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
             effects = con.execute("select * from marts.certification_effect").df()
             study = con.execute("select * from marts.certification_event_study").df()
         else:
-            months, incidents = (read_used_columns(con, table) for table in INPUT_TABLES)
+            months, incidents = (con.execute(sql).df() for sql in queries.values())
+    window = f"complete months through {through:%Y-%m}" if through else "no complete month yet"
     if kept:
-        context.log.info("inputs unchanged since the last estimate: the marts are kept")
+        context.log.info(f"inputs unchanged since the last estimate ({window}): the marts are kept")
     else:
+        context.log.info(f"estimating from {window}; the month in progress is left out")
         effects, study = _estimate(s, months, incidents, fp)
     _log_effects(context, effects)
     yield dg.MaterializeResult(
-        asset_key=EFFECT_KEY, metadata={**effect_metadata(effects), "inputs_unchanged": kept}
+        asset_key=EFFECT_KEY,
+        metadata={
+            **effect_metadata(effects),
+            "inputs_unchanged": kept,
+            "complete_months_through": str(through) if through else None,
+        },
     )
     yield dg.MaterializeResult(
         asset_key=EVENT_STUDY_KEY,

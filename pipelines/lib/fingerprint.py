@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import duckdb
@@ -33,12 +33,20 @@ def package_source(package: str) -> str:
 
 def inputs_fingerprint(con: duckdb.DuckDBPyConnection, tables: Iterable[str], *extra: str) -> str:
     """The fingerprint of `tables` (schema.table) and the `extra` texts."""
+    return queries_fingerprint(con, {table: f"select * from {table}" for table in tables}, *extra)
+
+
+def queries_fingerprint(
+    con: duckdb.DuckDBPyConnection, queries: Mapping[str, str], *extra: str
+) -> str:
+    """The fingerprint of what each select in `queries` (name -> SQL) returns, and the `extra`
+    texts: for a step that reads part of its tables (some columns, some rows)."""
     digest = hashlib.sha256()
-    for table in tables:
+    for name, sql in queries.items():
         ((rows, hashed),) = con.execute(
-            f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from {table} as t"
+            f"select count(*), coalesce(sum(hash(t)::hugeint), 0) from ({sql}) as t"
         ).fetchall()
-        digest.update(f"{table}\t{rows}\t{hashed}\n".encode())
+        digest.update(f"{name}\t{rows}\t{hashed}\n".encode())
     for text in extra:
         digest.update(hashlib.sha256(text.encode()).digest())
     return digest.hexdigest()
