@@ -76,7 +76,16 @@ class RunOutcome:
             f"{self.wall_seconds:.0f} s, run {self.run_id}"
         )
         if self.kept:
-            lines.append(f"Kept, inputs unchanged since they were computed: {', '.join(self.kept)}")
+            layers: dict[str, int] = {}
+            for key in self.kept:
+                layers[key.split("/")[0]] = layers.get(key.split("/")[0], 0) + 1
+            lines.append(
+                f"Kept, inputs unchanged since they were computed: {len(self.kept)} of them ("
+                + ", ".join(f"{layer} {n}" for layer, n in layers.items())
+                + "; the run record lists them under kept_unchanged)"
+                if len(self.kept) > 4
+                else f"Kept, inputs unchanged since they were computed: {', '.join(self.kept)}"
+            )
         for w in self.warnings:
             lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
         for f in self.failures:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -191,6 +192,62 @@ def test_docs_fingerprint_changes_with_the_project_and_vars_only(tmp_path):
     assert not docs_are_current(docs, first)
     (docs / "catalog.json").unlink()
     assert not docs_are_current(docs, second)
+
+
+def test_the_warehouse_is_kept_only_while_everything_dbt_reads_is_unchanged(tmp_path, dbt_manifest):
+    """A whole build is skipped only when the raw tables, the project and vars (its
+    fingerprint), the pseudonym key are those of the last whole build, and the build file still
+    holds every table the project builds; the fingerprint is dropped before a build starts."""
+    from pipelines.defs.dbt import (
+        build_is_current,
+        built_tables,
+        forget_build,
+        remember_build,
+        warehouse_inputs_fingerprint,
+    )
+
+    s = Settings(
+        sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh", pseudonym_key="key-one"
+    )
+    s.ensure_dirs()
+    assert warehouse_inputs_fingerprint(s, "project") is None  # nothing loaded yet
+    with duckdb.connect(str(s.raw_db)) as con:
+        con.execute("create table employees (employee_id varchar, team varchar)")
+        con.execute("insert into employees values ('E1', 'platform'), ('E2', 'storage')")
+        con.execute("create table manifest (file_id varchar, status varchar)")
+        con.execute("insert into manifest values ('f1', 'active')")
+    first = warehouse_inputs_fingerprint(s, "project")
+    assert warehouse_inputs_fingerprint(s, "project") == first
+    assert warehouse_inputs_fingerprint(s, "project, other vars") != first
+    assert warehouse_inputs_fingerprint(replace(s, pseudonym_key="key-two"), "project") != first
+    with duckdb.connect(str(s.raw_db)) as con:
+        con.execute("update manifest set status = 'superseded'")
+    assert warehouse_inputs_fingerprint(s, "project") != first
+    with duckdb.connect(str(s.raw_db)) as con:
+        con.execute("update manifest set status = 'active'")
+        con.execute("update employees set team = 'network' where employee_id = 'E2'")
+    changed = warehouse_inputs_fingerprint(s, "project")
+    assert changed != first
+
+    assert not build_is_current(s, changed)  # no build file
+    tables = built_tables()
+    assert "marts.certification_coverage" in tables and "staging.skill_levels" in tables
+    with duckdb.connect(str(s.build_db)) as con:
+        for table in tables:
+            con.execute(f"create schema if not exists {table.split('.')[0]}")
+            con.execute(f"create table {table} (x int)")
+    assert not build_is_current(s, changed)  # never built with a fingerprint
+    remember_build(s, changed)
+    assert build_is_current(s, changed)
+    assert not build_is_current(s, first)
+    with duckdb.connect(str(s.build_db)) as con:
+        con.execute("drop table marts.certification_coverage")
+    assert not build_is_current(s, changed)  # a table is missing
+    with duckdb.connect(str(s.build_db)) as con:
+        con.execute("create table marts.certification_coverage (x int)")
+    assert build_is_current(s, changed)
+    forget_build(s)
+    assert not build_is_current(s, changed)
 
 
 def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):

@@ -107,9 +107,10 @@ def test_incremental_marts_equal_one_run_over_everything(runs):
 def test_nightly_without_new_files_leaves_the_marts_identical(runs):
     assert runs["no_change"]["success"]
     assert runs["b_again"] == runs["b"]
-    # nothing new: the statistics were kept, not estimated again
+    # nothing new: dbt did not rebuild the warehouse, nor were the statistics estimated again
     kept = set(runs["no_change"]["kept_unchanged"])
     assert {"marts/certification_effect", "marts/certification_event_study"} <= kept
+    assert {"staging/stg_hris__employees", "marts/certification_coverage"} <= kept
 
 
 def test_a_day_of_the_month_in_progress_keeps_the_statistics(runs):
@@ -119,3 +120,5 @@ def test_a_day_of_the_month_in_progress_keeps_the_statistics(runs):
     assert runs["a_nightly"]["success"]
     kept = set(runs["a_nightly"]["kept_unchanged"])
     assert {"marts/certification_effect", "marts/certification_event_study"} <= kept
+    # the new files did reach the warehouse: dbt rebuilt it
+    assert not any(key.startswith(("staging/", "intermediate/")) for key in kept)

@@ -29,6 +29,7 @@ from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's 
     project_files,
 )
 from pipelines.defs.resources import TalentResource
+from pipelines.lib import db, fingerprint
 from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
@@ -145,6 +146,18 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     # what the project's files, vars and dbt version make: names the docs site and the record
     # of passed unit tests (hashed once per build)
     project = docs_fingerprint(Path(dbt_project.project_dir), args)
+    # A whole build whose inputs (raw tables, project, vars, key, versions) are those of the
+    # tables in the build file would rebuild the same tables: keep them.
+    inputs = None if context.is_subset else warehouse_inputs_fingerprint(s, project)
+    if inputs is not None and build_is_current(s, inputs):
+        context.log.info(
+            "raw tables, dbt project, vars and pseudonym key unchanged since the last build: "
+            "the warehouse tables are kept (dbt not run; its tests passed on these tables)"
+        )
+        for key in in_dependency_order(context.assets_def, context.selected_asset_keys):
+            yield dg.MaterializeResult(asset_key=key, metadata={"inputs_unchanged": True})
+        return
+    forget_build(s)  # a failed or partial build leaves no fingerprint: the next one runs
     passed = unit_tests_marker(project)
     command = build_command(args, passed)
     skip_unit = command != args
@@ -167,10 +180,81 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             passed.parent.mkdir(parents=True, exist_ok=True)
             passed.touch()
         keep_partial_parse(build.target_path, Path(dbt_project.project_dir) / "target")
+        if inputs is not None:
+            remember_build(s, inputs)
         try:
             _refresh_docs(context, dbt, s, args, project, build.target_path)
         finally:
             shutil.rmtree(build.target_path, ignore_errors=True)
+
+
+BUILD_STEP = "warehouse_dbt"
+
+
+def warehouse_inputs_fingerprint(s: Settings, project_fingerprint: str) -> str | None:
+    """Everything a whole `dbt build` reads: the raw tables (content: rows of every export, the
+    manifest, the quarantine), the project's files, vars and dbt version (`project_fingerprint`),
+    the DuckDB version and the pseudonym key (hashed). No model reads the clock or the
+    environment, so equal inputs build equal tables. None when there is no raw file yet."""
+    import duckdb
+
+    if not s.raw_db.exists():
+        return None
+    with db.connect(s.raw_db, read_only=True) as con:
+        tables = [
+            f'main."{name}"'
+            for (name,) in con.execute(
+                "select table_name from duckdb_tables() where schema_name = 'main' order by 1"
+            ).fetchall()
+        ]
+        return fingerprint.inputs_fingerprint(
+            con,
+            tables,
+            project_fingerprint,
+            f"duckdb {duckdb.__version__}",
+            hashlib.sha256(s.pseudonym_key.encode()).hexdigest(),
+        )
+
+
+def in_dependency_order(assets_def: dg.AssetsDefinition, keys) -> list[dg.AssetKey]:
+    """`keys` with every asset after the assets it depends on (Dagster requires a multi-asset
+    to yield its assets in that order)."""
+    from graphlib import TopologicalSorter
+
+    selected = set(keys)
+    graph = {k: assets_def.asset_deps.get(k, set()) & selected for k in selected}
+    return list(TopologicalSorter(graph).static_order())
+
+
+def built_tables() -> list[str]:
+    """schema.table of every model and seed of the project (from its manifest)."""
+    manifest = json.loads(Path(dbt_project.manifest_path).read_text())
+    return sorted(
+        f"{node['schema']}.{node.get('alias') or node['name']}"
+        for node in manifest["nodes"].values()
+        if node["resource_type"] in ("model", "seed")
+    )
+
+
+def build_is_current(s: Settings, inputs: str) -> bool:
+    """True when the build file holds every table of the project, built by a whole, successful
+    build from inputs with this fingerprint."""
+    if not s.build_db.exists():
+        return False
+    with db.connect(s.build_db, read_only=True) as con:
+        return fingerprint.is_current(con, BUILD_STEP, inputs, built_tables())
+
+
+def forget_build(s: Settings) -> None:
+    """Drop the build's fingerprint before dbt changes any table."""
+    if s.build_db.exists():
+        with db.connect(s.build_db) as con:
+            fingerprint.forget(con, BUILD_STEP)
+
+
+def remember_build(s: Settings, inputs: str) -> None:
+    with db.connect(s.build_db) as con:
+        fingerprint.remember(con, BUILD_STEP, inputs)
 
 
 UNIT_TESTS_PASSED_DIR = "unit-tests-passed"

@@ -77,3 +77,10 @@ def remember(con: duckdb.DuckDBPyConnection, step: str, fingerprint: str) -> Non
         f"create table if not exists {TABLE} (step varchar primary key, fingerprint varchar)"
     )
     con.execute(f"insert or replace into {TABLE} values (?, ?)", [step, fingerprint])
+
+
+def forget(con: duckdb.DuckDBPyConnection, step: str) -> None:
+    """Drop `step`'s fingerprint: its outputs are about to change, and until it succeeds they
+    were computed from no known inputs."""
+    if _exists(con, TABLE):
+        con.execute(f"delete from {TABLE} where step = ?", [step])
