@@ -32,6 +32,7 @@ def test_harness_writes_results_with_positive_figures(bench_run):
         "incremental_run_s",
         "full_run_cpu_s",
         "incremental_run_cpu_s",
+        "unchanged_run_cpu_s",
         "peak_rss_mb",
         "sql_only_s",
     ):

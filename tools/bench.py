@@ -7,7 +7,8 @@
 2. runs the full pipeline (`talent run`: nightly job, then the quarterly report) on a fresh
    warehouse, sampling the RSS of the whole process tree;
 3. adds the held-back day and runs the nightly job again (`talent run --skip-report`: the
-   incremental run; the nightly schedule never renders the report);
+   incremental run; the nightly schedule never renders the report), then once more with no new
+   file (a night on which nothing was delivered: `unchanged_run_cpu_s`, not a target);
 4. runs the same dbt models' compiled SQL in one plain DuckDB session (`sql_only_s`), to show
    what orchestration adds;
 5. runs `bench/plain_script.py` on the same CSV files: the core marts as one plain DuckDB
@@ -191,13 +192,16 @@ def run_pipeline(
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"benchmark run failed (exit {rc}); see {log}:\n{tail}")
     phases = dict.fromkeys(PHASES, 0.0)
+    kept: list[str] = []
     for name in (
         ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",)
     ):
         record_path = warehouse / "runs" / name
         if record_path.exists():
-            for step, seconds in json.loads(record_path.read_text())["step_seconds"].items():
+            record = json.loads(record_path.read_text())
+            for step, seconds in record["step_seconds"].items():
                 phases[phase_of(step)] += seconds
+            kept += record.get("kept_unchanged", [])
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
@@ -206,6 +210,8 @@ def run_pipeline(
         "peak_rss_mb": round(sampler.peak / 1e6, 1),
         "peak_rss_where": sampler.peak_where,
         "phases_s": {k: round(v, 2) for k, v in phases.items()},
+        # assets whose inputs had not changed, so the run kept their tables
+        "kept_unchanged": kept,
     }
 
 
@@ -320,40 +326,22 @@ def targets(results: dict) -> dict[str, dict]:
 
 
 def _table(results: dict) -> str:
-    rows = [("phase", "full run (s)", "one-day nightly (s)")]
+    runs = ("full", "incremental", "unchanged")
+    rows = [("phase", "full run (s)", "one-day nightly (s)", "no new files (s)")]
     for p in PHASES:
-        rows.append(
-            (
-                p,
-                f"{results['full']['phases_s'][p]:.1f}",
-                f"{results['incremental']['phases_s'][p]:.1f}",
-            )
-        )
+        rows.append((p, *(f"{results[r]['phases_s'][p]:.1f}" for r in runs)))
     rows += [
-        (
-            "wall (whole process)",
-            f"{results['full_run_s']:.1f}",
-            f"{results['incremental_run_s']:.1f}",
-        ),
-        (
-            "CPU, process tree (s)",
-            f"{results['full']['cpu_s']:.1f}",
-            f"{results['incremental']['cpu_s']:.1f}",
-        ),
+        ("wall (whole process)", *(f"{results[r]['wall_s']:.1f}" for r in runs)),
+        ("CPU, process tree (s)", *(f"{results[r]['cpu_s']:.1f}" for r in runs)),
         (
             "load average before run",
-            f"{results['full']['load_average_before']:.1f}",
-            f"{results['incremental']['load_average_before']:.1f}",
+            *(f"{results[r]['load_average_before']:.1f}" for r in runs),
         ),
-        (
-            "peak RSS, process tree (MB)",
-            f"{results['full']['peak_rss_mb']:.0f}",
-            f"{results['incremental']['peak_rss_mb']:.0f}",
-        ),
-        ("dbt SQL alone, one DuckDB session (s)", f"{results['sql_only_s']:.1f}", ""),
-        ("plain script, CPU (s)", f"{results['plain_script_cpu_s']:.1f}", ""),
+        ("peak RSS, process tree (MB)", *(f"{results[r]['peak_rss_mb']:.0f}" for r in runs)),
+        ("dbt SQL alone, one DuckDB session (s)", f"{results['sql_only_s']:.1f}", "", ""),
+        ("plain script, CPU (s)", f"{results['plain_script_cpu_s']:.1f}", "", ""),
     ]
-    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    width = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows)
 
 
@@ -446,6 +434,8 @@ def main(argv: list[str] | None = None) -> dict:
     # the nightly job materialises everything but the report (README, Automation); the
     # quarterly report is its own job, so the one-day nightly does not render it
     incremental = run_pipeline(sources, warehouse, work / "incremental-run.log", work, report=False)
+    print("nightly without new files ...", flush=True)
+    unchanged = run_pipeline(sources, warehouse, work / "unchanged-run.log", work, report=False)
     print("dbt SQL in one DuckDB session ...", flush=True)
     sql_only = sql_only_seconds(warehouse)
     print("plain script ...", flush=True)
@@ -469,6 +459,8 @@ def main(argv: list[str] | None = None) -> dict:
         "incremental_run_s": incremental["wall_s"],
         "full_run_cpu_s": full["cpu_s"],
         "incremental_run_cpu_s": incremental["cpu_s"],
+        # a night on which no export delivered anything (not a target; what such a night costs)
+        "unchanged_run_cpu_s": unchanged["cpu_s"],
         "peak_rss_mb": max(full["peak_rss_mb"], incremental["peak_rss_mb"]),
         "sql_only_s": sql_only,
         "plain_script_s": plain["wall_s"],
@@ -477,6 +469,7 @@ def main(argv: list[str] | None = None) -> dict:
         "nightly_over_full_cpu": round(incremental["cpu_s"] / full["cpu_s"], 3),
         "full": full,
         "incremental": incremental,
+        "unchanged": unchanged,
     }
     results["targets"] = targets(results)
     args.results.parent.mkdir(parents=True, exist_ok=True)
