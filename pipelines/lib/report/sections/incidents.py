@@ -130,6 +130,8 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
         ],
         rows,
         key="effects",
+        note="Estimated from complete months: the latest month of the data is still being "
+        "delivered and enters once the next month's exports arrive.",
     )
 
 
