@@ -80,7 +80,7 @@ class RunOutcome:
             for key in self.kept:
                 layers[key.split("/")[0]] = layers.get(key.split("/")[0], 0) + 1
             lines.append(
-                f"Kept, inputs unchanged since they were computed: {len(self.kept)} of them ("
+                f"Kept, inputs unchanged since they were computed (their checks report their outcome on those inputs): {len(self.kept)} of them ("
                 + ", ".join(f"{layer} {n}" for layer, n in layers.items())
                 + "; the run record lists them under kept_unchanged)"
                 if len(self.kept) > 4

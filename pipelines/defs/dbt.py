@@ -154,8 +154,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             "raw tables, dbt project, vars and pseudonym key unchanged since the last build: "
             "the warehouse tables are kept (dbt not run; its tests passed on these tables)"
         )
-        for key in in_dependency_order(context.assets_def, context.selected_asset_keys):
-            yield dg.MaterializeResult(asset_key=key, metadata={"inputs_unchanged": True})
+        yield from kept_results(context)
         return
     forget_build(s)  # a failed or partial build leaves no fingerprint: the next one runs
     passed = unit_tests_marker(project)
@@ -201,19 +200,38 @@ def warehouse_inputs_fingerprint(s: Settings, project_fingerprint: str) -> str |
     if not s.raw_db.exists():
         return None
     with db.connect(s.raw_db, read_only=True) as con:
-        tables = [
-            f'main."{name}"'
-            for (name,) in con.execute(
-                "select table_name from duckdb_tables() where schema_name = 'main' order by 1"
-            ).fetchall()
-        ]
-        return fingerprint.inputs_fingerprint(
+        return fingerprint.all_tables_fingerprint(
             con,
-            tables,
             project_fingerprint,
             f"duckdb {duckdb.__version__}",
             hashlib.sha256(s.pseudonym_key.encode()).hexdigest(),
         )
+
+
+KEPT_CHECK = (
+    "not run again: the table is unchanged since the last whole build, whose blocking tests "
+    "all passed"
+)
+
+
+def kept_results(context: dg.AssetExecutionContext) -> Iterator[Any]:
+    """What a skipped build reports: every selected asset as kept and, after it, its blocking
+    checks (dbt tests of severity error) as passed, which they did on these same tables in the
+    build that stored the fingerprint (a whole build succeeds only when they all pass). Tests of
+    severity warn are not reported again: their last outcome stays on the asset."""
+    checks: dict[dg.AssetKey, list[dg.AssetCheckSpec]] = {}
+    for spec in context.assets_def.check_specs:
+        if spec.blocking and spec.key in context.selected_asset_check_keys:
+            checks.setdefault(spec.asset_key, []).append(spec)
+    for key in in_dependency_order(context.assets_def, context.selected_asset_keys):
+        yield dg.MaterializeResult(asset_key=key, metadata={"inputs_unchanged": True})
+        for spec in checks.get(key, []):
+            yield dg.AssetCheckResult(
+                asset_key=key,
+                check_name=spec.name,
+                passed=True,
+                metadata={"inputs_unchanged": True, "note": KEPT_CHECK},
+            )
 
 
 def in_dependency_order(assets_def: dg.AssetsDefinition, keys) -> list[dg.AssetKey]:

@@ -36,6 +36,18 @@ def inputs_fingerprint(con: duckdb.DuckDBPyConnection, tables: Iterable[str], *e
     return queries_fingerprint(con, {table: f"select * from {table}" for table in tables}, *extra)
 
 
+def all_tables_fingerprint(con: duckdb.DuckDBPyConnection, *extra: str) -> str:
+    """The fingerprint of every table in the connection's `main` schema (content, by name) and
+    the `extra` texts: for a step that reads a whole file, such as the raw layer."""
+    tables = [
+        f'main."{name}"'
+        for (name,) in con.execute(
+            "select table_name from duckdb_tables() where schema_name = 'main' order by 1"
+        ).fetchall()
+    ]
+    return inputs_fingerprint(con, tables, *extra)
+
+
 def queries_fingerprint(
     con: duckdb.DuckDBPyConnection, queries: Mapping[str, str], *extra: str
 ) -> str:
