@@ -193,8 +193,11 @@ BUILD_STEP = "warehouse_dbt"
 def warehouse_inputs_fingerprint(s: Settings, project_fingerprint: str) -> str | None:
     """Everything a whole `dbt build` reads: the raw tables (content: rows of every export, the
     manifest, the quarantine), the project's files, vars and dbt version (`project_fingerprint`),
-    the DuckDB version and the pseudonym key (hashed). No model reads the clock or the
-    environment, so equal inputs build equal tables. None when there is no raw file yet."""
+    the DuckDB and dbt-duckdb versions, the library code (its DuckDB plugin computes the
+    pseudonyms) and the pseudonym key (hashed). No model reads the clock or the environment, so
+    equal inputs build equal tables. None when there is no raw file yet."""
+    from importlib.metadata import version
+
     import duckdb
 
     if not s.raw_db.exists():
@@ -203,7 +206,9 @@ def warehouse_inputs_fingerprint(s: Settings, project_fingerprint: str) -> str |
         return fingerprint.all_tables_fingerprint(
             con,
             project_fingerprint,
-            f"duckdb {duckdb.__version__}",
+            f"duckdb {duckdb.__version__}, dbt-duckdb {version('dbt-duckdb')}",
+            # the DuckDB plugin dbt loads (pseudonym()) is part of the library
+            fingerprint.package_source("pipelines.lib"),
             hashlib.sha256(s.pseudonym_key.encode()).hexdigest(),
         )
 
