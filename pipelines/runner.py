@@ -79,12 +79,16 @@ class RunOutcome:
             layers: dict[str, int] = {}
             for key in self.kept:
                 layers[key.split("/")[0]] = layers.get(key.split("/")[0], 0) + 1
-            lines.append(
-                f"Kept, inputs unchanged since they were computed (their checks report their outcome on those inputs): {len(self.kept)} of them ("
+            kept = (
+                f"{len(self.kept)} of them ("
                 + ", ".join(f"{layer} {n}" for layer, n in layers.items())
                 + "; the run record lists them under kept_unchanged)"
                 if len(self.kept) > 4
-                else f"Kept, inputs unchanged since they were computed: {', '.join(self.kept)}"
+                else ", ".join(self.kept)
+            )
+            lines.append(
+                "Kept, inputs unchanged since they were computed (their checks report their "
+                f"outcome on those inputs): {kept}"
             )
         for w in self.warnings:
             lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")

@@ -206,7 +206,7 @@ class _Parts:
         return frame
 
 
-def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
+def tables_in(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
     rows = con.execute(
         "select table_name from information_schema.tables where table_schema = ?", [schema]
     ).fetchall()
@@ -243,7 +243,7 @@ def active_files(raw_db: Path, export_name: str) -> list[str]:
     if not Path(raw_db).exists():
         return []
     with db.connect(raw_db, read_only=True) as con:
-        if "manifest" not in _tables(con, "main"):
+        if "manifest" not in tables_in(con, "main"):
             return []
         rows = con.execute(
             "select distinct file_id from manifest where export = ? and status = 'active' "
@@ -269,7 +269,7 @@ def read_raw_frames(
             f"raw/{export_name}) before checking {suite}"
         )
     with db.connect(raw_db, read_only=True) as con:
-        tables = _tables(con, "main")
+        tables = tables_in(con, "main")
         for needed in (export_name, "manifest"):
             if needed not in tables:
                 raise MissingTable(
@@ -316,7 +316,7 @@ def read_mart_frames(build_db: Path, model: str) -> Frames:
             f"{suite}"
         )
     with db.connect(build_db, read_only=True) as con:
-        if model not in _tables(con, "marts"):
+        if model not in tables_in(con, "marts"):
             raise MissingTable(
                 f"table marts.{model} is missing from {build_db.name}: materialize "
                 f"marts/{model} before checking {suite}"

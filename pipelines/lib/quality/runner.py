@@ -26,6 +26,7 @@ from pipelines.lib.quality.frames import (
     active_files,
     read_mart_frames,
     read_raw_frames,
+    tables_in,
 )
 from pipelines.lib.quality.kept import (
     STORE_FILE,
@@ -441,18 +442,11 @@ def mart_inputs_fingerprint(build_db: Path, suites: Sequence[str]) -> str | None
     if not Path(build_db).exists():
         return None
     with db.connect(build_db, read_only=True) as con:
-        present = _tables_in(con, "marts")
+        present = tables_in(con, "marts")
         models = [s.split(".", 1)[1] for s in suites]
         tables = [f'marts."{m}"' for m in models if m in present]
         missing = "missing: " + ", ".join(m for m in models if m not in present)
         return fingerprint.inputs_fingerprint(con, tables, missing, *_code_and_rules(suites))
-
-
-def _tables_in(con: Any, schema: str) -> set[str]:
-    rows = con.execute(
-        "select table_name from duckdb_tables() where schema_name = ?", [schema]
-    ).fetchall()
-    return {name for (name,) in rows}
 
 
 def _last_run_again(
