@@ -34,6 +34,17 @@ SURNAMES = ["Okonkwo", "Quigley", "Vasquez", "Lindqvist", "Marchetti", "Thorvald
 EMAILS = [f"{n.lower()}.{s.lower()}@corp.example" for n, s in zip(NAMES, SURNAMES, strict=True)]
 
 
+def forbid_great_expectations(mp) -> None:
+    """Fail the test if a Great Expectations context is started (`mp`: a MonkeyPatch): for the
+    runs that must report kept outcomes without the library."""
+    from pipelines.lib.quality import runner
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("Great Expectations was started, though nothing it checks changed")
+
+    mp.setattr(runner, "_Validator", refuse)
+
+
 @dataclass(frozen=True)
 class FakeSettings:
     """The paths of `pipelines.lib.settings.Settings` the suites read, under a temporary folder."""

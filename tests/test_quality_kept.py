@@ -12,7 +12,7 @@ import shutil
 
 import duckdb
 import pytest
-from test_quality_data import FakeSettings, clean_tables, write_raw
+from test_quality_data import FakeSettings, clean_tables, forbid_great_expectations, write_raw
 
 from pipelines.lib.quality import run_raw_suites
 from pipelines.lib.quality.kept import LAST_RUN, STORE_FILE
@@ -107,8 +107,6 @@ def test_an_unchanged_raw_file_reports_the_last_outcomes_without_great_expectati
     """A night without new files: the raw file, rules and code are those of the last run, so
     its outcomes (failures included) are reported again without reading a row or starting the
     library; any change to the raw file validates again."""
-    from pipelines.lib.quality import runner
-
     settings = FakeSettings(tmp_path / "wh")
     rows = _incidents(0, 4)
     rows[2]["downtime_minutes"] = -5.0
@@ -117,12 +115,8 @@ def test_an_unchanged_raw_file_reports_the_last_outcomes_without_great_expectati
     failing = {(r.suite, o.rule.name) for r in first for o in r.failures}
     assert ("raw.incidents", "downtime_minutes_in_range") in failing
 
-    class NotStarted:
-        def __init__(self, *_args, **_kwargs):
-            raise AssertionError("Great Expectations was started for an unchanged raw file")
-
     with monkeypatch.context() as mp:
-        mp.setattr(runner, "_Validator", NotStarted)
+        forbid_great_expectations(mp)
         again = run_raw_suites(settings)
     assert [r.suite for r in again] == [r.suite for r in first]
     assert [[o.as_dict() for o in r.outcomes] for r in again] == [
@@ -134,7 +128,7 @@ def test_an_unchanged_raw_file_reports_the_last_outcomes_without_great_expectati
     bad[0]["downtime_minutes"] = -1.0
     _deliver(settings.raw_db, "incidents_2024-06-30.csv", "2024-06-30", 1, bad)
     with monkeypatch.context() as mp:
-        mp.setattr(runner, "_Validator", NotStarted)
+        forbid_great_expectations(mp)
         with pytest.raises(AssertionError, match="was started"):
             run_raw_suites(settings)
     (incidents,) = [r for r in run_raw_suites(settings) if r.suite == "raw.incidents"]

@@ -4,7 +4,7 @@ groups flagged."""
 from __future__ import annotations
 
 import pytest
-from test_quality_data import CLEAN_MARTS, FakeSettings, write_marts
+from test_quality_data import CLEAN_MARTS, FakeSettings, forbid_great_expectations, write_marts
 
 from pipelines.lib.quality import MART_SUITES, Severity, run_mart_suites
 
@@ -139,19 +139,13 @@ def test_unchanged_marts_report_the_last_outcomes_without_great_expectations(tmp
     starting the library; a changed mart is validated again."""
     import duckdb
 
-    from pipelines.lib.quality import runner
-
     settings = FakeSettings(tmp_path)
     write_marts(settings.build_db, _corrupted_marts())
     first = run_mart_suites(settings)
     assert any(not r.passed for r in first)
 
-    class NotStarted:
-        def __init__(self, *_args, **_kwargs):
-            raise AssertionError("Great Expectations was started for unchanged marts")
-
     with monkeypatch.context() as mp:
-        mp.setattr(runner, "_Validator", NotStarted)
+        forbid_great_expectations(mp)
         again = run_mart_suites(settings)
         assert [[o.as_dict() for o in r.outcomes] for r in again] == [
             [o.as_dict() for o in r.outcomes] for r in first
