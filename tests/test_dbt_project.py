@@ -203,6 +203,7 @@ def test_the_warehouse_is_kept_only_while_everything_dbt_reads_is_unchanged(tmp_
         built_tables,
         forget_build,
         remember_build,
+        warehouse_dbt,
         warehouse_inputs_fingerprint,
     )
 
@@ -229,25 +230,25 @@ def test_the_warehouse_is_kept_only_while_everything_dbt_reads_is_unchanged(tmp_
     changed = warehouse_inputs_fingerprint(s, "project")
     assert changed != first
 
-    assert not build_is_current(s, changed)  # no build file
-    tables = built_tables()
+    tables = built_tables(warehouse_dbt.keys)
+    assert not build_is_current(s, changed, tables)  # no build file
     assert "marts.certification_coverage" in tables and "staging.skill_levels" in tables
     with duckdb.connect(str(s.build_db)) as con:
         for table in tables:
             con.execute(f"create schema if not exists {table.split('.')[0]}")
             con.execute(f"create table {table} (x int)")
-    assert not build_is_current(s, changed)  # never built with a fingerprint
+    assert not build_is_current(s, changed, tables)  # never built with a fingerprint
     remember_build(s, changed)
-    assert build_is_current(s, changed)
-    assert not build_is_current(s, first)
+    assert build_is_current(s, changed, tables)
+    assert not build_is_current(s, first, tables)
     with duckdb.connect(str(s.build_db)) as con:
         con.execute("drop table marts.certification_coverage")
-    assert not build_is_current(s, changed)  # a table is missing
+    assert not build_is_current(s, changed, tables)  # a table is missing
     with duckdb.connect(str(s.build_db)) as con:
         con.execute("create table marts.certification_coverage (x int)")
-    assert build_is_current(s, changed)
+    assert build_is_current(s, changed, tables)
     forget_build(s)
-    assert not build_is_current(s, changed)
+    assert not build_is_current(s, changed, tables)
 
 
 def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):

@@ -396,8 +396,7 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
 
 
 def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months():
-    from pipelines.defs import stats as stats_defs
-    from pipelines.lib.stats.prepare import INCIDENT_COLUMNS
+    from pipelines.lib.stats.prepare import ENGINEER_MONTHS, INCIDENT_COLUMNS, INCIDENT_RESPONSES
     from pipelines.lib.stats.window import complete_month_queries, complete_months
 
     em, inc = simulate(5, n=40, months=12)
@@ -418,7 +417,9 @@ def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months(
         assert pd.Timestamp(through) < pd.Timestamp(em["month"].max())
         assert (pd.to_datetime(incidents["month"]) <= pd.Timestamp(through)).all()
         # the narrow read in SQL gives the estimates of the same cut made on the whole frames
-        whole = [con.execute(f"select * from {t}").df() for t in stats_defs.INPUT_TABLES]
+        whole = [
+            con.execute(f"select * from {t}").df() for t in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
+        ]
         cut_em, cut_inc, cut_through = complete_months(*whole)
         assert cut_through == through and len(cut_em) == len(months)
         pd.testing.assert_frame_equal(

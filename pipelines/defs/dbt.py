@@ -149,7 +149,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     # A whole build whose inputs (raw tables, project, vars, key, versions) are those of the
     # tables in the build file would rebuild the same tables: keep them.
     inputs = None if context.is_subset else warehouse_inputs_fingerprint(s, project)
-    if inputs is not None and build_is_current(s, inputs):
+    if inputs is not None and build_is_current(s, inputs, built_tables(context.assets_def.keys)):
         context.log.info(
             "raw tables, dbt project, vars and pseudonym key unchanged since the last build: "
             "the warehouse tables are kept (dbt not run; its tests passed on these tables)"
@@ -249,23 +249,19 @@ def in_dependency_order(assets_def: dg.AssetsDefinition, keys) -> list[dg.AssetK
     return list(TopologicalSorter(graph).static_order())
 
 
-def built_tables() -> list[str]:
-    """schema.table of every model and seed of the project (from its manifest)."""
-    manifest = json.loads(Path(dbt_project.manifest_path).read_text())
-    return sorted(
-        f"{node['schema']}.{node.get('alias') or node['name']}"
-        for node in manifest["nodes"].values()
-        if node["resource_type"] in ("model", "seed")
-    )
+def built_tables(keys) -> list[str]:
+    """schema.table of every model and seed behind the dbt asset `keys`: a key names the
+    table its node builds (`asset_key_for`)."""
+    return sorted(".".join(key.path) for key in keys)
 
 
-def build_is_current(s: Settings, inputs: str) -> bool:
-    """True when the build file holds every table of the project, built by a whole, successful
+def build_is_current(s: Settings, inputs: str, tables: list[str]) -> bool:
+    """True when the build file holds every table in `tables`, built by a whole, successful
     build from inputs with this fingerprint."""
     if not s.build_db.exists():
         return False
     with db.connect(s.build_db, read_only=True) as con:
-        return fingerprint.is_current(con, BUILD_STEP, inputs, built_tables())
+        return fingerprint.is_current(con, BUILD_STEP, inputs, tables)
 
 
 def forget_build(s: Settings) -> None:

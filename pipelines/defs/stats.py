@@ -22,7 +22,6 @@ INPUT_KEYS = [
     dg.AssetKey(["intermediate", "int_engineer_months"]),
     dg.AssetKey(["intermediate", "int_incident_responses"]),
 ]
-INPUT_TABLES = ("intermediate.int_engineer_months", "intermediate.int_incident_responses")
 OUTPUT_TABLES = ("marts.certification_effect", "marts.certification_event_study")
 STEP = "certification_statistics"
 EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])

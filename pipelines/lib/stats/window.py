@@ -58,18 +58,21 @@ def complete_month_queries(con) -> tuple[date | None, dict[str, str]]:
     ((latest,),) = con.execute(f"select max(month) from {ENGINEER_MONTHS}").fetchall()
     through = last_complete_month(_as_date(latest))
     cut = f"date '{through.isoformat()}'" if through else "null"
+    where = {
+        ENGINEER_MONTHS: f"month <= {cut}",
+        # an incident without a month is kept: `prepare` counts it among those left out
+        INCIDENT_RESPONSES: f"(month is null or month <= {cut})",
+    }
     queries = {}
-    for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES):
+    for table, complete in where.items():
         present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
         columns = [
             f"case when {c} <= {cut} then {c} end as {c}" if c == FIRST_CERTIFIED else f'"{c}"'
             for c in USED_COLUMNS[table]
             if c in present
         ]
-        # an incident without a month is kept: `prepare` counts it among those left out
-        keep = "month <= {cut}" if table == ENGINEER_MONTHS else "(month is null or month <= {cut})"
-        where = keep.format(cut=cut) if through else "false"
-        queries[table] = f"select {', '.join(columns) or '*'} from {table} where {where}"
+        select = f"select {', '.join(columns) or '*'} from {table}"
+        queries[table] = f"{select} where {complete if through else 'false'}"
     return through, queries
 
 
