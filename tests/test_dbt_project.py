@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -84,6 +85,59 @@ def test_names_are_only_read_inside_a_pseudonym():
                     ("--", "where", "{{ current_rows(")
                 ):
                     assert "pseudonym({{ normalised_name(" in line, f"{name}: {line.strip()}"
+
+
+def _exact_macros():
+    import jinja2
+
+    source = (DBT_PROJECT_DIR / "macros" / "exact_sum.sql").read_text()
+    return jinja2.Environment().from_string(source).module
+
+
+def test_exact_sum_does_not_depend_on_the_order_of_the_rows():
+    """A plain sum of doubles depends on the order it adds them in (DuckDB's threads finish in
+    any order); exact_sum and exact_avg give the same bits for every order."""
+    macros = _exact_macros()
+    values = [1e16, 1.0, -1e16, 1.0, 0.1, 0.2]
+    orders = [values, values[::-1], sorted(values), [1.0, 1.0, 1e16, -1e16, 0.2, 0.1]]
+    plain, exact, mean = set(), set(), set()
+    con = duckdb.connect()
+    con.execute("set threads = 1")  # a single thread adds in table order
+    for order in orders:
+        con.execute(
+            "create or replace table t as select * from unnest($1::double[]) as u(x)", [order]
+        )
+        plain.add(con.execute("select sum(x) from t").fetchone()[0])
+        exact.add(con.execute(f"select {macros.exact_sum('x')} from t").fetchone()[0])
+        mean.add(con.execute(f"select {macros.exact_avg('x')} from t").fetchone()[0])
+    assert len(plain) > 1  # the problem is real for these values
+    assert exact == {2.3}  # the exact total, 1e16 - 1e16 + 1 + 1 + 0.1 + 0.2, as the nearest double
+    assert mean == {2.3 / 6}
+    empty = con.execute(f"select {macros.exact_avg('x')} from t where false").fetchone()[0]
+    assert empty is None
+
+
+AGGREGATE = re.compile(r"\b(sum|avg)\((?P<arg>[^()]*)\)(?P<after>[^,\n]*)")
+# integer counts: their sums are exact whatever the order
+INTEGER_SUMS = {"exam_passes", "exam_attempts", "days"}
+
+
+def test_mart_models_sum_doubles_with_exact_sum():
+    """Every grouped sum or mean in the models is exact_sum/exact_avg, a sum of integer counts,
+    or a window (computed in the window's order): two builds of the same rows publish the
+    same bits (tests/test_incremental.py compares them exactly)."""
+    for sql in (DBT_PROJECT_DIR / "models").rglob("*.sql"):
+        for line in sql.read_text().splitlines():
+            for m in AGGREGATE.finditer(line):
+                if line.lstrip().startswith("--"):
+                    continue
+                after = m["after"]
+                ok = (
+                    after.startswith("::bigint")
+                    or " over " in f" {after}"
+                    or (m["arg"].strip() in INTEGER_SUMS)
+                )
+                assert ok, f"{sql.name}: {line.strip()} (use exact_sum for doubles)"
 
 
 def test_every_mart_has_a_yml_with_grain_and_documented_columns():

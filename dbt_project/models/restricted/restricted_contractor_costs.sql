@@ -8,9 +8,9 @@ with hours as (
 final as (
     select
         month as period_start,
-        sum(hours) as hours,
-        sum(cost_usd) as cost_usd,
-        sum(cost_usd) / nullif(sum(hours), 0) as average_rate_usd,
+        {{ exact_sum('hours') }} as hours,
+        {{ exact_sum('cost_usd') }} as cost_usd,
+        {{ exact_sum('cost_usd') }} / nullif({{ exact_sum('hours') }}, 0) as average_rate_usd,
         count(distinct engagement_id) as engagements,
     from hours
     group by month

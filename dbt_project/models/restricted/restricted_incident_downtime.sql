@@ -17,8 +17,8 @@ final as (
         count(*) as incidents,
         -- people behind the row: distinct primary responders linked to an employee
         count(distinct person_key) as responders,
-        coalesce(sum(downtime_minutes), 0) as downtime_minutes,
-        coalesce(sum(gpus_affected * downtime_minutes) / 60.0, 0) as gpu_hours_lost,
+        coalesce({{ exact_sum('downtime_minutes') }}, 0) as downtime_minutes,
+        coalesce({{ exact_sum('gpus_affected * downtime_minutes') }} / 60.0, 0) as gpu_hours_lost,
     from incidents
     group by all
 )

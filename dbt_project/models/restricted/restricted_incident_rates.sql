@@ -46,7 +46,7 @@ exposure as (
         certification_status,
         relative_month,
         count(distinct person_key) as engineers,
-        sum(exposure_months) as engineer_months,
+        {{ exact_sum('exposure_months') }} as engineer_months,
     from panel_rows
     group by all
 ),
@@ -60,7 +60,7 @@ outcomes as (
         count(*) as incidents,
         count(resolve_minutes) as resolved_incidents,
         median(resolve_minutes) as mttr_median_minutes,
-        avg(resolve_minutes) as mttr_mean_minutes,
+        {{ exact_avg('resolve_minutes') }} as mttr_mean_minutes,
     from response_rows
     group by all
 ),

@@ -74,10 +74,10 @@ final as (
         count(distinct person_key) as participants,
         count(*) as enrolments,
         count(*) filter (where completed) as completions,
-        sum(spend_usd) as spend_usd,
-        sum(list_price_usd) as list_price_usd,
-        sum(list_price_usd) - sum(spend_usd) as discount_usd,
-        sum(training_hours) as training_hours,
+        {{ exact_sum('spend_usd') }} as spend_usd,
+        {{ exact_sum('list_price_usd') }} as list_price_usd,
+        {{ exact_sum('list_price_usd') }} - {{ exact_sum('spend_usd') }} as discount_usd,
+        {{ exact_sum('training_hours') }} as training_hours,
         count(distinct person_key) >= {{ min_group_size() }} as group_size_ok,
     from all_rows
     group by all

@@ -177,4 +177,7 @@ def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.Data
     joined = joined.dropna(subset=["skill_level", "tenure_months"])
     joined["rel"] = joined["t"] - joined["first_t"]
     joined["lapsed"] = (joined["rel"] > 0).to_numpy() & ~joined["is_certified"].to_numpy()
+    # every column in the sort: the warehouse returns rows in no promised order, and the
+    # estimates' sums must not depend on it (rows equal in every column are interchangeable)
+    joined = joined.sort_values(list(joined.columns), kind="stable", na_position="last")
     return joined.reset_index(drop=True), total - len(joined)
