@@ -547,6 +547,38 @@ def test_fixed_effects_poisson_matches_statsmodels_with_dummies():
     np.testing.assert_allclose(ours.cov / ours.factor, ref.cov_params()[:2, :2], rtol=1e-5)
 
 
+def test_within_algebra_equals_the_demeaned_design():
+    """``Within`` works from the sparse design and group sums; every quantity the Poisson fit
+    uses must equal the one computed on the explicitly demeaned dense design, with weights,
+    for clusters that are the groups and for clusters that cut across them."""
+    from scipy import sparse
+
+    from pipelines.lib.stats.fit import Within, demean, weighted_gram
+
+    rng, pid, t, x, _ = _panel(2)
+    months = (t[:, None] == np.arange(1, t.max() + 1)[None, :]).astype(float)
+    dense = np.column_stack([x, months])  # an indicator, a continuous column, month dummies
+    w = rng.uniform(0.1, 3.0, len(pid))
+    z = rng.normal(size=len(pid))
+    within = Within(sparse.csc_matrix(dense), pid)
+    within.reweight(w)
+    xd = demean(dense, [pid], w)
+    zd = demean(z[:, None], [pid], w)[:, 0]
+    np.testing.assert_allclose(within.gram(), weighted_gram(xd, w), rtol=1e-9, atol=1e-8)
+    rhs, zbar = within.cross(z)
+    np.testing.assert_allclose(rhs, xd.T @ (w * zd), rtol=1e-9, atol=1e-8)
+    beta = rng.normal(size=dense.shape[1])
+    np.testing.assert_allclose(within.fitted(beta, zbar), z - (zd - xd @ beta), atol=1e-9)
+    score = rng.normal(size=len(pid))
+    for clusters in (pid, rng.integers(0, 40, len(pid))):
+        codes = pd.factorize(clusters)[0]
+        g = int(codes.max()) + 1
+        want = np.column_stack(
+            [np.bincount(codes, weights=xd[:, j] * score, minlength=g) for j in range(xd.shape[1])]
+        )
+        np.testing.assert_allclose(within.cluster_sums(score, codes, g), want, atol=1e-9)
+
+
 def test_fixed_effects_least_squares_matches_statsmodels_with_dummies():
     import statsmodels.api as sm
 
