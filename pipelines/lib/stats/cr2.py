@@ -63,7 +63,9 @@ def cr2(xd, resid, bread, groups, absorbed, n_slopes: int) -> tuple[np.ndarray, 
     """CR2 covariance of the first ``n_slopes`` coefficients and each one's Satterthwaite
     degrees of freedom.
 
-    ``xd``: columns demeaned within the ``absorbed`` factor codes; ``bread`` = (xd'xd)^-1;
+    ``xd``: columns demeaned within the ``absorbed`` factor codes, as an array or as the fit's
+    ``fit.Within`` (which gives each batch's rows without a dense copy of the whole design);
+    ``bread`` = (xd'xd)^-1;
     ``resid``: residuals of the full model; ``groups``: cluster of each row. Clusters of the
     same size are adjusted together (one stacked eigendecomposition per batch)."""
     codes = pd.factorize(groups)[0]
@@ -76,7 +78,7 @@ def cr2(xd, resid, bread, groups, absorbed, n_slopes: int) -> tuple[np.ndarray, 
     q = np.zeros((int(codes.max()) + 1 if len(codes) else 0, k, n_slopes))
     b_slopes = bread[:, :n_slopes]
     for ids, rows in _batches(codes):
-        x_g = xd[rows]  # clusters x size x K
+        x_g = xd[rows] if isinstance(xd, np.ndarray) else xd.demeaned(rows)  # clusters x size x K
         lev = absorbed[rows]
         fe = (lev[:, :, None] == lev[:, None, :]) / n_level[lev][:, :, None]
         hat = x_g @ bread @ np.swapaxes(x_g, 1, 2)

@@ -31,9 +31,8 @@ from scipy import stats as sps
 from pipelines.lib.stats import cr2
 
 CONFIDENCE = 0.95
-# columns / rows handled at a time where a full-size temporary of the design would be made
+# columns demeaned at a time (no second full-size array for the subtracted means)
 COLUMN_BLOCK = 16
-ROW_BLOCK = 50_000
 
 
 class FitError(RuntimeError):
@@ -164,18 +163,6 @@ def _cr1_factor(g: int, n: int, k: int, n_fe: int) -> float:
     return g / max(g - 1, 1) * (n - 1) / max(n - k - n_fe, 1)
 
 
-def _clustered(xd, score, bread, groups, n_fe: int) -> tuple[np.ndarray, float, int]:
-    """Cluster-robust bread @ meat @ bread and the CR1 factor G/(G-1) (N-1)/(N-K)."""
-    codes = pd.factorize(groups)[0]
-    g = int(codes.max()) + 1 if len(codes) else 0
-    sums = np.column_stack(
-        [np.bincount(codes, weights=xd[:, j] * score, minlength=g) for j in range(xd.shape[1])]
-    )
-    n, k = xd.shape
-    factor = _cr1_factor(g, n, k, n_fe)
-    return factor * bread @ (sums.T @ sums) @ bread, factor, g
-
-
 def _nested_fe(codes: list[np.ndarray], groups: np.ndarray) -> int:
     """Fixed effects not nested in the clusters count as parameters (as fixest counts them)."""
     count = 0
@@ -185,19 +172,6 @@ def _nested_fe(codes: list[np.ndarray], groups: np.ndarray) -> int:
         if len(per_level) > len(np.unique(c)):  # a level spans several clusters
             count += len(np.unique(c)) - 1
     return count
-
-
-def weighted_gram(xd: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """xd' diag(w) xd, in row blocks (no weighted copy of the whole design)."""
-    out = np.zeros((xd.shape[1], xd.shape[1]))
-    for i in range(0, len(xd), ROW_BLOCK):
-        block = xd[i : i + ROW_BLOCK]
-        out += (block * w[i : i + ROW_BLOCK, None]).T @ block
-    return out
-
-
-def _bread(xd: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return _inverse(weighted_gram(xd, w))
 
 
 def _inverse(xtwx: np.ndarray) -> np.ndarray:
@@ -298,6 +272,16 @@ class Within:
         """z - (z_d - x_d beta): the linear predictor with the group effects."""
         return zbar[self.codes] + self.x @ beta - (self.means @ beta)[self.codes]
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.x.shape
+
+    def demeaned(self, rows: np.ndarray) -> np.ndarray:
+        """The demeaned design's rows ``rows`` (any shape of row numbers), dense."""
+        flat = np.asarray(rows).ravel()
+        block = self.x[flat].toarray() - self.means[self.codes[flat]]
+        return block.reshape(*np.shape(rows), self.x.shape[1])
+
     def cluster_sums(self, score: np.ndarray, clusters: np.ndarray, n_clusters: int):
         """Sum over each cluster's rows of x_d * score (clusters x columns)."""
         from scipy import sparse
@@ -345,21 +329,26 @@ def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
     n_slopes = len(names)
     x, names, codes = _absorb_first(x, names, codes)
     x, names, n_slopes = independent_columns(x, names, codes, n_slopes)
-    w = np.ones(len(y))
-    both = np.column_stack([y, x.toarray()])
-    del x  # the stacked copy is demeaned in place
-    both = demean(both, codes, w, inplace=True)
-    yd, xd = both[:, 0], both[:, 1:]
-    bread = _bread(xd, w)
-    beta = bread @ (xd.T @ yd)
-    cov, factor, g = _clustered(xd, yd - xd @ beta, bread, groups, _nested_fe(codes, groups))
+    within = Within(x, codes[0])  # unit weights
+    del x
+    bread = _inverse(within.gram())
+    rhs, ybar = within.cross(y)
+    beta = bread @ rhs
+    resid = y - within.fitted(beta, ybar)
+    clusters = pd.factorize(groups)[0]
+    g = int(clusters.max()) + 1 if len(clusters) else 0
+    sums = within.cluster_sums(resid, clusters, g)
+    n, k = within.shape
+    factor = _cr1_factor(g, n, k, _nested_fe(codes, groups))
+    cov = factor * bread @ (sums.T @ sums) @ bread
     fit = Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
     if small_sample != "cr2":
         return fit
     if not cr2.feasible(groups):
         fit.notes.append("CR1 instead of CR2: clusters too large for CR2's adjustment")
         return fit
-    cov2, dofs = cr2.cr2(xd, yd - xd @ beta, bread, groups, codes[0], n_slopes)
+    # CR2 takes each cluster's demeaned rows from `within`, a batch at a time
+    cov2, dofs = cr2.cr2(within, resid, bread, groups, codes[0], n_slopes)
     return Fit(fit.names, fit.params, cov2, g, 1.0, dofs=tuple(float(v) for v in dofs))
 
 
@@ -402,7 +391,7 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
     clusters = pd.factorize(groups)[0]
     g = int(clusters.max()) + 1 if len(clusters) else 0
     sums = within.cluster_sums(y - mu, clusters, g)
-    n, k = within.x.shape
+    n, k = within.shape
     factor = _cr1_factor(g, n, k, _nested_fe(codes, groups))
     cov = factor * bread @ (sums.T @ sums) @ bread
     return Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
@@ -428,7 +417,9 @@ def factor_codes(*columns) -> list[np.ndarray]:
 
 def dummies(values: np.ndarray, prefix: str) -> tuple[np.ndarray, list[str]]:
     """Indicator columns for every level but the first (the absorbed effects carry it)."""
-    levels, codes = np.unique(values, return_inverse=True)
+    # pd.factorize sorts the levels as np.unique does, without sorting every value
+    # (np.unique on strings sorted 500,000 Python objects: most of the MTTR fit's set-up)
+    codes, levels = pd.factorize(np.asarray(values), sort=True, use_na_sentinel=False)
     if len(levels) <= 1:
         return np.empty((len(values), 0)), []
     mat = np.zeros((len(values), len(levels) - 1))
