@@ -239,6 +239,64 @@ def test_connection_is_closed_after_loading(settings):
         assert con.execute("SELECT count(*) FROM gpu_fleet").fetchone() == (2,)
 
 
+MIXED_DELIVERY = [
+    ("employees_bom_crlf.csv", "hris", "employees_2024-01.csv"),
+    ("employees_missing_column.csv", "hris", "employees_2024-02.csv"),
+    ("employees_bom_crlf.csv", "hris", "employees_2024-03.csv"),  # same bytes: a duplicate
+    ("incidents_garbage.csv", "incidents", "incidents_2024-03.csv"),
+    ("incidents_truncated.csv", "incidents", "incidents_2024-04.csv"),
+    ("gpu_fleet_v1.csv", "fleet", "gpu_fleet_2024-03.csv"),
+    ("gpu_fleet_v2.csv", "fleet", "gpu_fleet_2024-03_v2.csv"),
+]
+
+
+def _rows_and_outcomes(settings: Settings) -> dict[str, list[tuple]]:
+    """Rows of every table without the load times and paths (which differ by warehouse)."""
+    out = {}
+    with duckdb.connect(str(settings.raw_db), read_only=True) as con:
+        for t in EXPORTS:
+            out[t] = sorted(con.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr)
+        out["quarantine"] = sorted(
+            con.execute("SELECT * EXCLUDE (quarantined_at) FROM quarantine").fetchall(), key=repr
+        )
+        out["manifest"] = sorted(
+            con.execute(
+                "SELECT file_name, status, superseded_by, rows_loaded, rows_quarantined, "
+                "replace(message, ?, '') FROM manifest",
+                [str(settings.sources_dir)],
+            ).fetchall(),
+            key=repr,
+        )
+    return out
+
+
+def test_files_typed_one_batch_at_a_time_load_the_same_rows(settings, tmp_path, monkeypatch):
+    """A batch of at most one row types each file alone: every row, rejected row and file
+    outcome must equal the load that types each export's files together."""
+    from pipelines.lib.ingest import loader
+
+    for fixture, folder, name in MIXED_DELIVERY:
+        deliver(settings, fixture, folder, name)
+    ingest_all(settings)
+    together = _rows_and_outcomes(settings)
+
+    calls = []
+    monkeypatch.setattr(loader, "TYPE_BATCH_ROWS", 1)
+    typed = loader.type_split_files
+    monkeypatch.setattr(
+        loader, "type_split_files", lambda files, con: calls.append(len(files)) or typed(files, con)
+    )
+    one_by_one = Settings(
+        sources_dir=settings.sources_dir,
+        warehouse_dir=tmp_path / "one_by_one",
+        settle_seconds=0,
+    )
+    ingest_all(one_by_one)
+    assert calls and max(calls) == 1  # every readable file was typed in a batch of its own
+    assert _rows_and_outcomes(one_by_one) == together
+    assert together["manifest"] and together["quarantine"]
+
+
 def test_rebuild_from_archive_gives_the_same_rows(settings):
     deliver(settings, "employees_bom_crlf.csv", "hris", "employees_2024-01.csv")
     deliver(settings, "employees_missing_column.csv", "hris", "employees_2024-02.csv")
