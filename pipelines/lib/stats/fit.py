@@ -5,9 +5,9 @@ Engineer dummies would make a 9,000-column design at 50,000 employees; instead t
 effects are absorbed by demeaning within engineer (the method of fixest / pyfixest and
 ppmlhdfe), and the slopes are estimated on the demeaned columns (Frisch-Waugh-Lovell). The
 calendar months (dozens) are indicator columns, so one exact projection absorbs what is left.
-For the Poisson model the projection is repeated inside each iteratively-reweighted step with
-the working weights; ``Within`` does it on the sparse design through group sums, without a
-dense demeaned copy. ``tests/test_stats.py`` pins both
+``Within`` does the projection on the sparse design through the engineers' sums, without a
+dense demeaned copy; the Poisson model repeats it inside each iteratively-reweighted step with
+the working weights. ``tests/test_stats.py`` pins both
 fits, coefficients and clustered covariance, to statsmodels' GLM / OLS with explicit dummies.
 
 Inference uses few-cluster corrections: the covariance carries the factor
@@ -158,9 +158,14 @@ def demean(
     raise FitError(f"demeaning did not converge in {max_iter} sweeps")
 
 
-def _cr1_factor(g: int, n: int, k: int, n_fe: int) -> float:
-    """The CR1 small-sample factor G/(G-1) (N-1)/(N-K)."""
-    return g / max(g - 1, 1) * (n - 1) / max(n - k - n_fe, 1)
+def _clustered(within: Within, score, bread, codes, groups) -> tuple[np.ndarray, float, int]:
+    """Cluster-robust bread @ meat @ bread, the CR1 factor G/(G-1) (N-1)/(N-K) and G."""
+    clusters = pd.factorize(groups)[0]
+    g = int(clusters.max()) + 1 if len(clusters) else 0
+    sums = within.cluster_sums(score, clusters, g)
+    n, k = within.shape
+    factor = g / max(g - 1, 1) * (n - 1) / max(n - k - _nested_fe(codes, groups), 1)
+    return factor * bread @ (sums.T @ sums) @ bread, factor, g
 
 
 def _nested_fe(codes: list[np.ndarray], groups: np.ndarray) -> int:
@@ -335,12 +340,7 @@ def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
     rhs, ybar = within.cross(y)
     beta = bread @ rhs
     resid = y - within.fitted(beta, ybar)
-    clusters = pd.factorize(groups)[0]
-    g = int(clusters.max()) + 1 if len(clusters) else 0
-    sums = within.cluster_sums(resid, clusters, g)
-    n, k = within.shape
-    factor = _cr1_factor(g, n, k, _nested_fe(codes, groups))
-    cov = factor * bread @ (sums.T @ sums) @ bread
+    cov, factor, g = _clustered(within, resid, bread, codes, groups)
     fit = Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
     if small_sample != "cr2":
         return fit
@@ -388,12 +388,7 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
         raise FitError(f"the Poisson model did not converge in {max_iter} iterations")
     within.reweight(mu)
     bread = _inverse(within.gram())
-    clusters = pd.factorize(groups)[0]
-    g = int(clusters.max()) + 1 if len(clusters) else 0
-    sums = within.cluster_sums(y - mu, clusters, g)
-    n, k = within.shape
-    factor = _cr1_factor(g, n, k, _nested_fe(codes, groups))
-    cov = factor * bread @ (sums.T @ sums) @ bread
+    cov, factor, g = _clustered(within, y - mu, bread, codes, groups)
     return Fit(list(names[:n_slopes]), beta[:n_slopes], cov[:n_slopes, :n_slopes], g, factor)
 
 
