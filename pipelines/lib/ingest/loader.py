@@ -721,6 +721,11 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                 f"profile(s) {', '.join(missing)} used by archived deliveries are not found (shipped "
                 "or in <sources>/profiles/); the raw layer was not changed."
             )
+
+        def read(item: tuple[tuple, bytes]) -> SplitFile:
+            row, data = item
+            return split_delivery(data, row[1], row[2], profiles.get(row[7] or ""), config)
+
         con.begin()
         try:
             for export in EXPORTS.values():
@@ -728,13 +733,9 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                 con.execute(export_table_ddl(export))
             con.execute("DROP TABLE IF EXISTS quarantine")
             con.execute(QUARANTINE_DDL)
+
             for export in EXPORTS:
                 mine = [(row, data) for row, data in payloads if row[1] == export]
-
-                def read(item: tuple[tuple, bytes]) -> SplitFile:
-                    row, data = item
-                    return split_delivery(data, row[1], row[2], profiles.get(row[7] or ""), config)
-
                 for (row, _), parsed, error in typed_in_batches(mine, read, con):
                     if error is not None:
                         raise FileError(error)
