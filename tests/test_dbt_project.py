@@ -372,10 +372,10 @@ def test_docs_site_is_cached_for_the_next_fresh_warehouse(tmp_path, monkeypatch)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [second[:16]]
 
 
-def test_a_stale_project_is_parsed_once_with_the_runs_own_profile(tmp_path):
+def test_a_stale_project_is_parsed_once_and_a_warehouse_at_a_new_path_reuses_the_parse(tmp_path):
     """The CLI parses a fresh checkout with the run's settings before the definitions load, so
-    the build reuses that parse instead of parsing the whole project a second time."""
-    import os
+    the build reuses that parse instead of parsing the whole project a second time; and a
+    warehouse at another path, with another pseudonym key, reuses it too (`talent-dbt`)."""
     import shutil
     import subprocess
 
@@ -384,20 +384,62 @@ def test_a_stale_project_is_parsed_once_with_the_runs_own_profile(tmp_path):
     from pipelines.defs.dbt_cli import DBT_EXECUTABLE, build_args, ensure_manifest
     from pipelines.lib.project_files import DBT_PROJECT_DIR
 
+    assert Path(DBT_EXECUTABLE).name == "talent-dbt"
     copy = tmp_path / "dbt_project"
     shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs"))
     project = DbtProject(project_dir=copy, profiles_dir=copy)
     settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
     assert ensure_manifest(settings, project).exists()
     assert (copy / "target" / "partial_parse.msgpack").exists()
-    # what the build does next: dbt with the build's profile and vars, in that target folder
-    parse = subprocess.run(
-        [DBT_EXECUTABLE, "parse", *build_args(settings)[1:], "--project-dir", str(copy)]
-        + ["--profiles-dir", str(copy), "--target-path", str(copy / "target")],
-        env={**os.environ, **settings.dbt_env()},
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        check=True,
+
+    def parse(settings: Settings, **env: str) -> str:
+        """What a build does next: dbt with the build's profile and vars, in that target."""
+        return subprocess.run(
+            [DBT_EXECUTABLE, "parse", *build_args(settings)[1:], "--project-dir", str(copy)]
+            + ["--profiles-dir", str(copy), "--target-path", str(copy / "target")],
+            env={**os.environ, **settings.dbt_env(), **env},
+            cwd=copy,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    out = parse(settings)
+    assert "Unable to do partial parsing" not in out, out
+    elsewhere = Settings(
+        sources_dir=tmp_path / "other" / "sources",
+        warehouse_dir=tmp_path / "other" / "warehouse",
+        pseudonym_key="another customer's key",
     )
-    assert "Unable to do partial parsing" not in parse.stdout, parse.stdout
+    assert elsewhere.build_db.parent != settings.build_db.parent
+    out = parse(elsewhere)
+    assert "Unable to do partial parsing" not in out, out
+    # the build file's name is the models' catalog: a new name is a new parse
+    renamed = str(elsewhere.build_db.with_name("renamed.duckdb"))
+    out = parse(elsewhere, TALENT_BUILD_DB=renamed)
+    assert "Unable to do partial parsing because profile has changed" in out, out
+
+
+def test_the_parse_check_ignores_only_the_folders_and_the_key():
+    from dbt.adapters.duckdb.credentials import DuckDBCredentials
+
+    from pipelines.lib.dbt_main import placeless
+
+    def info(build: str, raw: str, key: str, threads: int = 2) -> list:
+        profile = {
+            "path": build,
+            "schema": "main",
+            "attach": [{"path": raw, "alias": "raw", "read_only": True}],
+            "settings": {"threads": threads},
+            "plugins": [
+                {"module": "pipelines.lib.duckdb_plugin", "config": {"pseudonym_key": key}}
+            ],
+        }
+        return placeless(DuckDBCredentials.from_dict(profile).connection_info())
+
+    here = info("/a/build/talent.duckdb", "/a/raw.duckdb", "k1")
+    assert here == info("/b/c/build/talent.duckdb", "/b/c/raw.duckdb", "k2")
+    assert ("database", "talent") in here
+    assert here != info("/a/build/other.duckdb", "/a/raw.duckdb", "k1")
+    assert here != info("/a/build/talent.duckdb", "/a/raw2.duckdb", "k1")
+    assert here != info("/a/build/talent.duckdb", "/a/raw.duckdb", "k1", threads=4)

@@ -29,8 +29,11 @@ def build_args(settings: Settings) -> list[str]:
 
 
 # dbt in this environment, by path: cron, systemd and containers start the product with a bare
-# PATH on which a plain `dbt` is not found.
-DBT_EXECUTABLE = str(Path(sys.executable).parent / "dbt")
+# PATH on which a plain `dbt` is not found. `talent-dbt` is that dbt with a partial parse that
+# a warehouse at a new path can reuse (`pipelines.lib.dbt_main`); an environment installed
+# before the script existed falls back to plain dbt, which parses in full.
+_BIN = Path(sys.executable).parent
+DBT_EXECUTABLE = str(_BIN / "talent-dbt") if (_BIN / "talent-dbt").exists() else str(_BIN / "dbt")
 
 
 @contextlib.contextmanager
