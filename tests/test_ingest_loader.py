@@ -297,6 +297,52 @@ def test_files_typed_one_batch_at_a_time_load_the_same_rows(settings, tmp_path, 
     assert together["manifest"] and together["quarantine"]
 
 
+def test_an_archive_copy_removed_during_the_run_is_read_again_from_the_delivery(
+    settings, tmp_path, monkeypatch
+):
+    """Between planning (hash, archive copy) and typing, someone empties `archive/`: a delivery
+    that still holds the same bytes loads as if nothing happened; one that changed fails with
+    its name and reason, and its new bytes load on the next run."""
+    from pipelines.lib.ingest import loader
+
+    for fixture, folder, name in MIXED_DELIVERY:
+        deliver(settings, fixture, folder, name)
+    undisturbed = Settings(
+        sources_dir=settings.sources_dir, warehouse_dir=tmp_path / "undisturbed", settle_seconds=0
+    )
+    ingest_all(undisturbed)
+
+    plan = loader.plan_deliveries
+    changed = settings.sources_dir / "fleet" / "gpu_fleet_2024-03_v2.csv"
+
+    def plan_then_disturb(con, s, deliveries, result, config=None):
+        plans = plan(con, s, deliveries, result, config)
+        for p in plans:  # the copies this export's load is about to read
+            (s.warehouse_dir / p.archive_path).unlink(missing_ok=True)
+        if any(p.delivery.path == changed for p in plans):
+            changed.write_bytes((FIXTURES / "gpu_fleet_v1.csv").read_bytes() + b"\n")
+        return plans
+
+    monkeypatch.setattr(loader, "plan_deliveries", plan_then_disturb)
+    ingest_all(settings)
+    got, expected = manifest(settings), manifest(undisturbed)
+    assert got["gpu_fleet_2024-03_v2.csv"][0] == "failed"
+    message = got["gpu_fleet_2024-03_v2.csv"][-1]
+    assert "gpu_fleet_2024-03_v2.csv" in message and "changed" in message, message
+    # the failed v2 supersedes nothing: v1 still counts; every other file as undisturbed
+    assert got["gpu_fleet_2024-03.csv"][:2] == ("active", None)
+    others = {k: v for k, v in got.items() if not k.startswith("gpu_fleet")}
+    assert others == {k: v for k, v in expected.items() if not k.startswith("gpu_fleet")}
+    assert len(others) == len(expected) - 2
+    # the archive holds every loaded file again: a rebuild from it needs no sources
+    for status, archive_path in query(settings, "SELECT status, archive_path FROM manifest"):
+        assert status == "failed" or (settings.warehouse_dir / archive_path).is_file()
+
+    monkeypatch.setattr(loader, "plan_deliveries", plan)
+    ingest_all(settings)  # the changed file is a new delivery now
+    assert manifest(settings)["gpu_fleet_2024-03_v2.csv"][0] == "active"
+
+
 def test_rebuild_from_archive_gives_the_same_rows(settings):
     deliver(settings, "employees_bom_crlf.csv", "hris", "employees_2024-01.csv")
     deliver(settings, "employees_missing_column.csv", "hris", "employees_2024-02.csv")

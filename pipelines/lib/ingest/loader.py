@@ -583,13 +583,43 @@ def load_deliveries(
         if not plan.new:
             return None
         d = plan.delivery
-        data = (settings.warehouse_dir / plan.archive_path).read_bytes()
-        return split_delivery(data, d.export, d.path.name, d.profile, config)
+        return split_delivery(
+            archived_bytes(settings, plan), d.export, d.path.name, d.profile, config
+        )
 
     for plan, parsed, error in typed_in_batches(plans, read, con):
         plan.parsed, plan.error = parsed, error
         load_plan(con, plan, result, config)
         plan.parsed = None  # free the rows once they are in
+
+
+def archived_bytes(settings: Settings, plan: _Plan) -> bytes:
+    """The bytes planned for loading, from their archive copy.
+
+    If the copy went missing since planning (someone cleaned `archive/` during the run), the
+    delivery itself is read again and archived again when it still holds the same bytes; when
+    it changed or is gone too, the file fails with the reason, and new bytes under its name are
+    a new delivery for the next run."""
+    target = settings.warehouse_dir / plan.archive_path
+    try:
+        return target.read_bytes()
+    except FileNotFoundError:
+        pass
+    d = plan.delivery
+    try:
+        data = d.path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    if data is None or sha256_hex(data) != plan.file_id:
+        what = "is gone" if data is None else "changed"
+        raise FileError(
+            f"{d.path.name}: its archive copy {plan.archive_path} disappeared during the run and "
+            f"the delivery itself {what} since it was read, so nothing of it was loaded. Leave "
+            "the warehouse's archive/ folder alone while a run is going; a new version of the "
+            "file is loaded as a new delivery by the next run."
+        )
+    archive_copy(settings, d.export, plan.file_id, data, d.path.suffix)
+    return data
 
 
 # at most about this many rows are held as text and typed at once
