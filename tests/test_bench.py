@@ -56,6 +56,30 @@ def test_harness_writes_results_with_positive_figures(bench_run):
         "nightly_cpu_at_most_0_15_of_full",
         "peak_rss_at_most_2_5_gb",
     }
+    assert results["floor_cpu_s"] is None and results["floor"] is None  # --no-floor
+
+
+def test_targets_include_the_sample_floor_when_it_was_measured():
+    figures = {
+        "full_run_s": 70.0,
+        "full_run_cpu_s": 80.0,
+        "plain_script_cpu_s": 4.0,
+        "incremental_run_cpu_s": 12.0,
+        "peak_rss_mb": 1300.0,
+    }
+    without = bench.targets(figures)
+    assert "sample_run_at_most_40_cpu_s" not in without
+    assert without["full_run_cpu_at_most_4x_plain_script"] == {
+        "measured": 20.0,
+        "target": "<= 4",
+        "met": False,
+    }
+    assert without["nightly_cpu_at_most_0_15_of_full"]["measured"] == 0.15
+    assert without["nightly_cpu_at_most_0_15_of_full"]["met"]
+    met = bench.targets({**figures, "floor_cpu_s": 39.9})["sample_run_at_most_40_cpu_s"]
+    missed = bench.targets({**figures, "floor_cpu_s": 40.1})["sample_run_at_most_40_cpu_s"]
+    assert (met["met"], missed["met"]) == (True, False)
+    assert missed["measured"] == 40.1
 
 
 # The plain script's marts against the pipeline's published marts (same definitions): the
