@@ -121,18 +121,17 @@ def demean(
     w: np.ndarray,
     tol: float = 1e-9,
     max_iter: int = 1000,
-    *,
-    inplace: bool = False,
 ) -> np.ndarray:
     """Columns of ``x`` minus their weighted projection on the factor indicators in ``codes``
     (alternating projections until no column moves by more than ``tol`` times its scale).
 
     Each sweep computes every column's weighted group means with one sparse product, so a
-    500,000-row panel takes a fraction of a second per sweep. ``inplace=True`` demeans a
-    float64 ``x`` in its own memory (the fits' large designs are not copied)."""
+    500,000-row panel takes a fraction of a second per sweep. The fits use ``Within``, which
+    needs no demeaned copy; this general form (any number of factors) is its reference in
+    ``tests/test_stats.py``."""
     from scipy import sparse
 
-    out = x if inplace and x.dtype == np.float64 else np.array(x, dtype=float, copy=True)
+    out = np.array(x, dtype=float, copy=True)
     n = len(out)
     steps = []
     for c in codes:
