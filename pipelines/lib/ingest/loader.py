@@ -25,7 +25,9 @@ from pipelines.lib.contracts import EXPORTS, parse_file_name
 from pipelines.lib.failpoints import failpoint
 from pipelines.lib.ingest.manifest import (
     QUARANTINE_DDL,
+    ManifestRow,
     active_deliveries,
+    deliveries_by_content,
     ensure_raw_schema,
     export_table_ddl,
     known_deliveries,
@@ -373,12 +375,14 @@ def plan_deliveries(
     batch at a time: `load_deliveries`)."""
     plans: list[_Plan] = []
     new_in_run: set[str] = set()
+    # the manifest as it was before this run (nothing below writes it)
+    recorded = deliveries_by_content(con, (d.export for d in deliveries))
     for delivery in deliveries:
         data = delivery.path.read_bytes()
         file_id = sha256_hex(data)
         name = delivery.path.name
         # the same bytes may feed two exports (a vendor file): identity is (content, export)
-        seen = known_deliveries(con, file_id, delivery.export)
+        seen = recorded.get((file_id, delivery.export), [])
         same_name = next((m for m in seen if m.file_name == name), None)
         if same_name is not None:  # this very delivery was handled by an earlier run
             if same_name.status == "failed":
@@ -476,11 +480,18 @@ def period_from_data(parsed: ParsedFile | None, loaded_at: datetime) -> str:
 
 
 def _shrink_block(
-    con: duckdb.DuckDBPyConnection, plan: _Plan, base: dict, config: SourcesConfig
+    con: duckdb.DuckDBPyConnection,
+    plan: _Plan,
+    base: dict,
+    config: SourcesConfig,
+    active: list[ManifestRow],
 ) -> str | None:
-    """Why a re-delivery with far fewer rows must not replace the delivery it would supersede."""
+    """Why a re-delivery with far fewer rows must not replace the delivery it would supersede
+    (`active`: the period's active deliveries; none, and nothing is replaced)."""
     parsed = plan.parsed
     assert parsed is not None
+    if not active:
+        return None
     setting = config.for_file(plan.delivery.path.parent.name, plan.delivery.path.name)
     if setting is not None and setting.allow_shrink:
         return None
@@ -514,7 +525,7 @@ def _load_parsed(
     period = base["period"]
     active = active_deliveries(con, delivery.export, period)
     newer = [m for m in active if m.version > delivery.version]
-    blocked = None if newer else _shrink_block(con, plan, base, config)
+    blocked = None if newer else _shrink_block(con, plan, base, config, active)
     if blocked is not None:
         _insert_manifest(
             con,

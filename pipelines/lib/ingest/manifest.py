@@ -6,6 +6,7 @@ so a re-run, a renamed copy or a re-delivery of the same bytes never loads a row
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import duckdb
@@ -101,6 +102,25 @@ def known_deliveries(
         [file_id, export, export],
     ).fetchall()
     return [ManifestRow(*r) for r in rows]
+
+
+def deliveries_by_content(
+    con: duckdb.DuckDBPyConnection, exports: Iterable[str]
+) -> dict[tuple[str, str], list[ManifestRow]]:
+    """Every recorded delivery of `exports`, by (content hash, export): `known_deliveries` for
+    many files in one query (the manifest holds one row per file ever delivered)."""
+    exports = sorted(set(exports))
+    found: dict[tuple[str, str], list[ManifestRow]] = {}
+    if not exports:
+        return found
+    rows = con.execute(
+        "SELECT export, file_id, file_name, period, version, status, message FROM manifest "
+        "WHERE list_contains(?, export) ORDER BY loaded_at, file_name",
+        [exports],
+    ).fetchall()
+    for export, *row in rows:
+        found.setdefault((row[0], export), []).append(ManifestRow(*row))
+    return found
 
 
 def active_deliveries(
