@@ -65,7 +65,7 @@ class TalentResource(dg.ConfigurableResource):
         while `talent run` (or another run) writes the same warehouse; sensor ticks, which only
         read the sources folder, take no lock.
         """
-        run = context.dagster_run
+        run = context.run
         if run is None:
             yield self
             return
