@@ -18,6 +18,7 @@ import pytest
 from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
+from tools.bench import dbt_project_args
 
 SQL_TYPES = {
     "string": "VARCHAR",
@@ -162,16 +163,7 @@ def run_dbt(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     # that dagster-dbt loads (test workers run in parallel).
     target = Path(env["TALENT_BUILD_DB"]).parent / "dbt-target"
     proc = subprocess.run(
-        [
-            str(dbt),
-            *args,
-            "--project-dir",
-            str(DBT_PROJECT_DIR),
-            "--profiles-dir",
-            str(DBT_PROJECT_DIR),
-            "--target-path",
-            str(target),
-        ],
+        [str(dbt), *args, *dbt_project_args(target)],
         env=env,
         capture_output=True,
         text=True,

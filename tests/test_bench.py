@@ -82,6 +82,34 @@ def test_targets_include_the_sample_floor_when_it_was_measured():
     assert missed["measured"] == 40.1
 
 
+def test_budgets_set_what_the_targets_allow_beside_the_sample():
+    figures = {"full_run_cpu_s": 80.0, "plain_script_cpu_s": 4.4}
+    assert bench.budgets(figures) == {
+        "full_run_at_4x_plain_script_cpu_s": 17.6,
+        "nightly_at_0_15_of_full_cpu_s": 12.0,
+    }
+    measured = {**figures, "floor_cpu_s": 39.1, "dbt_rebuild_sample_cpu_s": 11.6}
+    assert bench.budgets(measured) == {
+        "full_run_at_4x_plain_script_cpu_s": 17.6,
+        "nightly_at_0_15_of_full_cpu_s": 12.0,
+        "sample_run_cpu_s": 39.1,
+        "sample_dbt_rebuild_cpu_s": 11.6,
+    }
+
+
+def test_the_table_puts_the_sample_beside_the_three_runs(bench_run):
+    results, _ = bench_run
+    assert "bundled sample" not in bench._table(results)  # --no-floor
+    floor = {**results["full"], "cpu_s": 39.1}
+    table = bench._table({**results, "floor": floor, "dbt_rebuild_sample_cpu_s": 11.6})
+    lines = table.splitlines()
+    assert lines[0].split()[-3:] == ["bundled", "sample", "(s)"]
+    cpu = next(line for line in lines if line.startswith("CPU, process tree"))
+    assert cpu.split()[-1] == "39.1"
+    rebuild = next(line for line in lines if line.startswith("one more dbt build"))
+    assert rebuild.split()[-1] == "11.6"
+
+
 # The plain script's marts against the pipeline's published marts (same definitions): the
 # benchmark's comparison is only fair when both compute the same figures.
 # The marts' unsuppressed detail (schema restricted of the build file): the plain script does not
