@@ -603,8 +603,8 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
     the column descriptions those assets attach as DuckDB comments (one source of text)."""
     import json
 
+    from pipelines.lib.effects import result
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS
-    from pipelines.lib.stats import result
 
     wh, _ = warehouse
     manifest = json.loads((wh / "docs" / "manifest.json").read_text())

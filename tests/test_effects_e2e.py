@@ -78,7 +78,7 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
     _, truth, marts = company
     effects = marts["certification_effect"].set_index("metric")
     assert set(effects.index) == {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
-    from pipelines.lib.stats import EFFECT_COLUMNS
+    from pipelines.lib.effects import EFFECT_COLUMNS
 
     assert list(marts["certification_effect"].columns) == list(EFFECT_COLUMNS)
     for metric, row in effects.iterrows():
@@ -114,8 +114,8 @@ def test_the_validity_harness_sees_the_same_data_as_the_pipeline(company):
     """`python -m tools validate` builds the two input frames from the simulation instead of
     the CSV files and dbt; on the same seed, cut to the same complete months, it must publish
     the same effects."""
-    from pipelines.lib.stats import estimate_effects
-    from pipelines.lib.stats.window import complete_months
+    from pipelines.lib.effects import estimate_effects
+    from pipelines.lib.effects.window import complete_months
     from tools.generate.model import PlantedModel
     from tools.validate.frames import frames
 

@@ -37,12 +37,12 @@ EMAILS = [f"{n.lower()}.{s.lower()}@corp.example" for n, s in zip(NAMES, SURNAME
 def forbid_great_expectations(mp) -> None:
     """Fail the test if a Great Expectations context is started (`mp`: a MonkeyPatch): for the
     runs that must report kept outcomes without the library."""
-    from pipelines.lib.quality import runner
+    from pipelines.lib.quality import validation
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("Great Expectations was started, though nothing it checks changed")
 
-    mp.setattr(runner, "_Validator", refuse)
+    mp.setattr(validation, "_Validator", refuse)
 
 
 @dataclass(frozen=True)

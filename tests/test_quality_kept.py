@@ -189,14 +189,14 @@ def test_a_validated_frame_is_not_kept_by_great_expectations(tmp_path):
     import gc
     import weakref
 
-    from pipelines.lib.quality import runner
+    from pipelines.lib.quality import validation
     from pipelines.lib.quality.frames import read_raw_frames
     from pipelines.lib.quality.rules import rules_for
 
     settings = FakeSettings(tmp_path / "wh")
     write_raw(settings.raw_db, {**clean_tables(), "incidents": _incidents(0, 30)})
     frame = read_raw_frames(settings.raw_db, "incidents").frames["rows"]
-    validator = runner._Validator(None)
+    validator = validation._Validator(None)
     rules = [r for r in rules_for("raw.incidents") if r.batch == "rows"]
     assert all(o.passed for o in validator.validate("raw.incidents", frame, rules))
     alive = weakref.ref(frame)

@@ -796,7 +796,7 @@ def test_missing_values_of_every_kind_print_as_a_dash():
     import pandas as pd
 
     from pipelines.lib.report.fmt import DASH, num
-    from pipelines.lib.report.stats import wilson_interval
+    from pipelines.lib.report.intervals import wilson_interval
 
     assert num(pd.NA) == num(None) == num(math.nan) == DASH
     assert num(1234.0) == "1,234"

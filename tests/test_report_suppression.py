@@ -7,8 +7,8 @@ from datetime import date
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from pipelines.lib.report.intervals import poisson_rate_interval, wilson_interval
 from pipelines.lib.report.quarters import Quarter, latest_complete_quarter_for
-from pipelines.lib.report.stats import poisson_rate_interval, wilson_interval
 from pipelines.lib.report.suppression import (
     is_small,
     mask_label,

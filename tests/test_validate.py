@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.lib import stats
+from pipelines.lib import effects as stats
 from tools.generate.model import PlantedModel
 from tools.validate import clopper_pearson, format_table, run_world, summarise, world_model
 from tools.validate.frames import engineer_months, incident_responses, simulate

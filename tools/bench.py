@@ -135,7 +135,7 @@ WARM_IMPORTS = (
     "great_expectations",
     "dbt.cli.main",
     "polars",
-    "pipelines.lib.stats",
+    "pipelines.lib.effects",
     "pipelines.lib.report",
 )
 

@@ -28,7 +28,7 @@ HEADER = (
     "# tests/test_dbt_project.py checks it stays in step.\n"
 )
 PYTHON_HEADER = (
-    "# Generated from the descriptions in pipelines/lib/stats/result.py,\n"
+    "# Generated from the descriptions in pipelines/lib/effects/result.py,\n"
     "# pipelines/lib/deliveries.py and pipelines/lib/roi/warehouse.py by\n"
     "# `python -m tools.dbt_sources`; do not edit.\n"
 )
@@ -98,8 +98,8 @@ def render() -> str:
 def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     """(table, description, column descriptions) of every mart a Python asset writes."""
     from pipelines.lib import deliveries
+    from pipelines.lib.effects import result
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
-    from pipelines.lib.stats import result
 
     return [
         ("certification_effect", result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),

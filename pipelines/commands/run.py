@@ -21,7 +21,7 @@ def command(
         False, "--verbose", "-v", help="Print every Dagster and dbt message, not only progress."
     ),
 ) -> None:
-    from pipelines.runner import RunLockedError, run_nightly, run_report, warehouse_lock
+    from pipelines.execution import RunLockedError, run_nightly, run_report, warehouse_lock
 
     settings = options.settings_from_cli(
         "run", sources_dir=sources, warehouse_dir=warehouse_dir, reports_dir_override=reports_dir

@@ -26,12 +26,12 @@ def build_definitions(
         automation,
         dbt,
         deliveries,
+        effects,
         ingestion,
         publish,
         quality,
         report,
         roi,
-        stats,
     )
     from pipelines.defs.resources import TalentResource
     from pipelines.progress import LOGGERS
@@ -41,7 +41,7 @@ def build_definitions(
         # take the resources built from this run's settings.
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = dg.load_definitions_from_modules(
-            [ingestion, dbt, deliveries, stats, roi, quality, publish, report, automation],
+            [ingestion, dbt, deliveries, effects, roi, quality, publish, report, automation],
             resources={
                 "talent": TalentResource.from_settings(settings, environ),
                 "dbt": dbt.dbt_resource(),

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from pipelines.defs import dbt, deliveries, roi, stats
+from pipelines.defs import dbt, deliveries, effects, roi
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PublishError, publish
 
@@ -24,7 +24,7 @@ MART_KEYS = sorted(
         for assets in (
             dbt.warehouse_dbt,
             deliveries.source_deliveries,
-            stats.certification_statistics,
+            effects.certification_statistics,
             roi.roi_tables,
         )
         for key in assets.keys

@@ -11,7 +11,7 @@ repeated row) never shows as a failed blocking check. The rules and their severi
 The raw checks share one step and the mart checks another, so that each group writes one Data
 Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
 Great Expectations runs in this process. Large exports are read and validated in parts, and
-the library's caches are emptied after each part (`pipelines/lib/quality/runner.py`), so the
+the library's caches are emptied after each part (`pipelines/lib/quality/validation.py`), so the
 checks' memory stays flat as the company grows; a child process of their own (once used to hand
 that memory back) is no longer needed and would cost a second import of the library.
 """
@@ -130,7 +130,7 @@ def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetC
 def raw_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
-    from pipelines.lib.quality.runner import run_raw_suites
+    from pipelines.lib.quality.validation import run_raw_suites
 
     yield from _emit(context, run_raw_suites(talent.settings, _selected(context, RAW_SUITES)))
 
@@ -143,6 +143,6 @@ def raw_quality_suites(
 def mart_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
-    from pipelines.lib.quality.runner import run_mart_suites
+    from pipelines.lib.quality.validation import run_mart_suites
 
     yield from _emit(context, run_mart_suites(talent.settings, _selected(context, MART_SUITES)))

@@ -1,7 +1,7 @@
 """Validity harness (`python -m tools validate`): do the published intervals keep their promise?
 
 Generates N companies in a chosen world (planted effects, no effects, or selection the HR data
-does not record), runs the estimators of ``pipelines.lib.stats`` on each, and reports per
+does not record), runs the estimators of ``pipelines.lib.effects`` on each, and reports per
 metric how often the 95 % interval covered the planted value (with a Clopper-Pearson interval
 on that share), the bias and spread of the estimates, the interval width, how often a null
 effect was published as a finding, and how often the pre-trend test rejected.

@@ -4,7 +4,7 @@ Free of Dagster; `pipelines/defs/quality.py` wires these into blocking asset che
 """
 
 from pipelines.lib.quality.rules import MART_SUITES, RAW_SUITES, RULES, Rule, Severity, rules_for
-from pipelines.lib.quality.runner import Outcome, SuiteResult, run_mart_suites, run_raw_suites
+from pipelines.lib.quality.validation import Outcome, SuiteResult, run_mart_suites, run_raw_suites
 
 __all__ = [
     "MART_SUITES",

@@ -128,7 +128,7 @@ def to_full_json(outcome: Any) -> dict[str, Any]:
 def merge(rule: Rule, parts: Sequence[dict[str, Any]], advice: Any) -> dict[str, Any]:
     """One rule's outcome over several batches: counts add up, the failures are named.
 
-    `advice(rule, result, locations)` words a failure (the runner's own function).
+    `advice(rule, result, locations)` words a failure (the validation module's own function).
     """
     failing = [p for p in parts if not p["passed"]]
     counts = [p["unexpected_count"] for p in parts if p["unexpected_count"] is not None]

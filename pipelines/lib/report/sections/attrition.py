@@ -11,9 +11,9 @@ import pandas as pd
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, nice, num, pct, rate_ci, sentence
+from pipelines.lib.report.intervals import wilson_interval
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
-from pipelines.lib.report.stats import wilson_interval
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
 
 Rate = tuple[float, float, float]  # share, 95 % interval low, high

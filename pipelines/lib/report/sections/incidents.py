@@ -12,10 +12,10 @@ from markupsafe import Markup
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, interval, nice, num, ratio, sentence
+from pipelines.lib.report.intervals import poisson_rate_interval
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, effect_sentence, read_effects
-from pipelines.lib.report.stats import poisson_rate_interval
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
 
 STATUS_LABELS = {  # incident_rates.certification_status, in reading order

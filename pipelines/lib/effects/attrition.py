@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from pipelines.lib.stats.fit import CONFIDENCE, two_group_ratio
-from pipelines.lib.stats.result import Effect, interval_words, window_of
+from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
+from pipelines.lib.effects.result import Effect, interval_words, window_of
 
 METRIC = "attrition_hazard_ratio"
 MIN_EXITS_EACH_SIDE = 10  # expected exits in certified, and in not (yet) certified time

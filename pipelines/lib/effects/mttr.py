@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipelines.lib.stats.fit import FitError, dummies, factor_codes, fe_ols
-from pipelines.lib.stats.result import Effect, interval_words, shortfall, window_of
+from pipelines.lib.effects.fit import FitError, dummies, factor_codes, fe_ols
+from pipelines.lib.effects.result import Effect, interval_words, shortfall, window_of
 
 METRIC = "mttr_ratio"
 MIN_SWITCHERS = 15  # responders with resolved incidents both before and while certified

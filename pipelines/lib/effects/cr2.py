@@ -13,7 +13,7 @@ the pseudo-inverse when fixed effects nested in the clusters make I - H_gg singu
 The hat matrix of the full model (absorbed factor D plus the columns X) is P_D + Xd B Xd',
 with Xd the columns of X demeaned within D and B = (Xd'Xd)^-1, so no dummy for D is built.
 With one observation per cluster and only an intercept absorbed, CR2 is HC2
-(``tests/test_stats.py`` pins it to statsmodels' HC2 and the degrees of freedom to the
+(``tests/test_effects.py`` pins it to statsmodels' HC2 and the degrees of freedom to the
 closed form for a binary regressor).
 """
 

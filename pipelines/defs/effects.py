@@ -1,7 +1,7 @@
-"""Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/stats/`).
+"""Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/effects/`).
 
 Reads the complete months of the two intermediate models from the build file (the month in
-progress is left out, `lib/stats/window.py`), estimates, and writes the two marts back into
+progress is left out, `lib/effects/window.py`), estimates, and writes the two marts back into
 schema `marts` of the same file. When those rows (and the statistics code and settings) are the
 ones the marts in the file were estimated from, the marts are kept (`lib.fingerprint`): a night
 that only adds to the month in progress does not re-estimate. Each DuckDB connection is closed
@@ -33,7 +33,7 @@ def _write(con, table: str, df) -> None:
     SQL NULL (not a float NaN)."""
     import pyarrow as pa
 
-    from pipelines.lib.stats import result
+    from pipelines.lib.effects import result
 
     arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
     con.execute("create schema if not exists marts")
@@ -97,7 +97,7 @@ def effect_metadata(effects) -> dict:
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the effects, unless the inputs are those of the effects already in the file."""
-    from pipelines.lib.stats.window import complete_month_queries
+    from pipelines.lib.effects.window import complete_month_queries
 
     s = talent.settings
     with db.connect(s.build_db, read_only=True) as con:
@@ -105,7 +105,7 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         fp = fingerprint.queries_fingerprint(
             con,
             queries,
-            fingerprint.package_source("pipelines.lib.stats"),
+            fingerprint.package_source("pipelines.lib.effects"),
             f"min_group_size={s.min_group_size}",
         )
         kept = fingerprint.is_current(con, STEP, fp, OUTPUT_TABLES)
@@ -141,9 +141,9 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
 
 def _estimate(s, months, incidents, fp: str):
     """Estimate; write both marts and the fingerprint `fp` of their inputs (one connection)."""
-    from pipelines.lib import stats
+    from pipelines.lib import effects as estimators
 
-    effects, study = stats.analyse(months, incidents, min_group_size=s.min_group_size)
+    effects, study = estimators.analyse(months, incidents, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
         _write(con, "certification_effect", effects)
         _write(con, "certification_event_study", study)

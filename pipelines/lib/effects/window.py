@@ -10,7 +10,7 @@ follow:
   every engineer's whole month as exposure while holding only part of its incidents);
 * a nightly run that only adds rows to the month in progress leaves the inputs of the
   statistics as they were, so their fingerprint is unchanged and the published estimates are
-  kept (`pipelines/defs/stats.py`): the statistics are re-estimated once a month, or when a
+  kept (`pipelines/defs/effects.py`): the statistics are re-estimated once a month, or when a
   late delivery changes a complete month.
 
 A certification in the month in progress is not yet part of the window: an engineer first
@@ -27,7 +27,7 @@ from datetime import date
 
 import pandas as pd
 
-from pipelines.lib.stats.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, USED_COLUMNS
+from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, USED_COLUMNS
 
 # the engineer-months column that looks beyond its own month
 FIRST_CERTIFIED = "first_certified_month"

@@ -17,7 +17,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from pipelines.lib import stats
+from pipelines.lib import effects as stats
 from tests.conftest import talent_resources
 
 SEVERITY_SHIFT = {"sev1": 0.5, "sev2": 0.2, "sev3": 0.0, "sev4": -0.2}
@@ -396,8 +396,8 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
 
 
 def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months():
-    from pipelines.lib.stats.prepare import ENGINEER_MONTHS, INCIDENT_COLUMNS, INCIDENT_RESPONSES
-    from pipelines.lib.stats.window import complete_month_queries, complete_months
+    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_COLUMNS, INCIDENT_RESPONSES
+    from pipelines.lib.effects.window import complete_month_queries, complete_months
 
     em, inc = simulate(5, n=40, months=12)
     em = em.assign(team_name="platform", salary_band="b3")  # columns no estimator reads
@@ -452,7 +452,7 @@ def test_the_month_in_progress_and_later_certifications_are_left_out():
     earlier months; an incident without a month stays (the estimators count it as left out)."""
     from datetime import date
 
-    from pipelines.lib.stats.window import complete_month_queries, complete_months
+    from pipelines.lib.effects.window import complete_month_queries, complete_months
 
     jul, aug, sep = date(2026, 7, 1), date(2026, 8, 1), date(2026, 9, 1)
     em_rows = [
@@ -493,7 +493,7 @@ def test_the_month_in_progress_and_later_certifications_are_left_out():
 def test_one_month_of_data_leaves_nothing_complete_and_the_metrics_not_estimable():
     from datetime import date
 
-    from pipelines.lib.stats.window import complete_month_queries
+    from pipelines.lib.effects.window import complete_month_queries
 
     sep = date(2026, 9, 1)
     with duckdb.connect() as con:
@@ -553,7 +553,7 @@ def test_within_algebra_equals_the_demeaned_design():
     for clusters that are the groups and for clusters that cut across them."""
     from scipy import sparse
 
-    from pipelines.lib.stats.fit import Within, demean
+    from pipelines.lib.effects.fit import Within, demean
 
     rng, pid, t, x, _ = _panel(2)
     months = (t[:, None] == np.arange(1, t.max() + 1)[None, :]).astype(float)
@@ -638,7 +638,7 @@ def test_cell_ratio_matches_statsmodels_glm_with_dummies_and_the_delta_method():
     engineer-months, and the variance w'Vw from statsmodels' clustered covariance."""
     import statsmodels.api as sm
 
-    from pipelines.lib.stats import incidents, staggered
+    from pipelines.lib.effects import incidents, staggered
 
     d, _ = _staggered_panel(11, people=150, months=16, ramp=4)
     d = incidents.model_frame(d[d["rel"] != 0]).reset_index(drop=True)
@@ -685,7 +685,7 @@ def test_cell_ratio_recovers_an_effect_that_builds_up_where_one_indicator_does_n
     """Planted: the ratio reaches 0.6 only after 18 months (seeds 12-14 all show it). The one-indicator estimate leans
     towards 1 (earlier certifiers serve as controls while their effect still grows); the cell
     estimate's interval holds the planted average over certified months."""
-    from pipelines.lib.stats import incidents
+    from pipelines.lib.effects import incidents
 
     d, truth = _staggered_panel(12, people=1500, months=36, ramp=18)
     d = incidents.model_frame(d[d["rel"] != 0]).reset_index(drop=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pipelines.lib.stats.fit import (
+from pipelines.lib.effects.fit import (
     Fit,
     FitError,
     dummies,
@@ -18,8 +18,8 @@ from pipelines.lib.stats.fit import (
     informative_rows,
     two_group_ratio,
 )
-from pipelines.lib.stats.result import Effect, fmt, interval_words, shortfall, window_of
-from pipelines.lib.stats.staggered import aggregate, cell_columns, cells
+from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall, window_of
+from pipelines.lib.effects.staggered import aggregate, cell_columns, cells
 
 METRIC = "incident_rate_ratio"
 EVENT_STUDY_COLUMNS = (

@@ -7,7 +7,7 @@ ppmlhdfe), and the slopes are estimated on the demeaned columns (Frisch-Waugh-Lo
 calendar months (dozens) are indicator columns, so one exact projection absorbs what is left.
 ``Within`` does the projection on the sparse design through the engineers' sums, without a
 dense demeaned copy; the Poisson model repeats it inside each iteratively-reweighted step with
-the working weights. ``tests/test_stats.py`` pins both
+the working weights. ``tests/test_effects.py`` pins both
 fits, coefficients and clustered covariance, to statsmodels' GLM / OLS with explicit dummies.
 
 Inference uses few-cluster corrections: the covariance carries the factor
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from pipelines.lib.stats import cr2
+from pipelines.lib.effects import cr2
 
 CONFIDENCE = 0.95
 # columns demeaned at a time (no second full-size array for the subtracted means)
@@ -128,7 +128,7 @@ def demean(
     Each sweep computes every column's weighted group means with one sparse product, so a
     500,000-row panel takes a fraction of a second per sweep. The fits use ``Within``, which
     needs no demeaned copy; this general form (any number of factors) is its reference in
-    ``tests/test_stats.py``."""
+    ``tests/test_effects.py``."""
     from scipy import sparse
 
     out = np.array(x, dtype=float, copy=True)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from pipelines.lib.stats.fit import CONFIDENCE, Fit, FitError
+from pipelines.lib.effects.fit import CONFIDENCE, Fit, FitError
 
 # months since the first certification: one bin per month while effects typically build up,
 # then wider bins (upper ends inclusive)

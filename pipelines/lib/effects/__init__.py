@@ -21,7 +21,7 @@ data cannot answer.
 
 Everything here is a pure function of two pandas (or Polars) frames shaped like
 ``intermediate.int_engineer_months`` and ``intermediate.int_incident_responses``; the Dagster
-wiring lives in ``pipelines/defs/stats.py``. ``docs/statistics.md`` describes the method and
+wiring lives in ``pipelines/defs/effects.py``. ``docs/statistics.md`` describes the method and
 its measured coverage.
 """
 
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipelines.lib.stats.attrition import attrition_hazard_ratio, counting_process
-from pipelines.lib.stats.fit import (
+from pipelines.lib.effects.attrition import attrition_hazard_ratio, counting_process
+from pipelines.lib.effects.fit import (
     CONFIDENCE,
     Fit,
     FitError,
@@ -39,23 +39,28 @@ from pipelines.lib.stats.fit import (
     fe_poisson,
     single_threaded_blas,
 )
-from pipelines.lib.stats.incidents import (
+from pipelines.lib.effects.incidents import (
     EVENT_STUDY_COLUMNS,
     EVENT_WINDOW,
     REFERENCE_MONTH,
     incident_rate_ratio,
     pretrend_test,
 )
-from pipelines.lib.stats.incidents import event_study as _event_study
-from pipelines.lib.stats.mttr import mttr_ratio
-from pipelines.lib.stats.prepare import (
+from pipelines.lib.effects.incidents import event_study as _event_study
+from pipelines.lib.effects.mttr import mttr_ratio
+from pipelines.lib.effects.prepare import (
     ENGINEER_MONTHS,
     INCIDENT_RESPONSES,
     StatsInputError,
     prepare_engineer_months,
     prepare_incidents,
 )
-from pipelines.lib.stats.result import EFFECT_COLUMNS, METRICS, effects_frame, suppress_small_months
+from pipelines.lib.effects.result import (
+    EFFECT_COLUMNS,
+    METRICS,
+    effects_frame,
+    suppress_small_months,
+)
 
 __all__ = [
     "CONFIDENCE",
