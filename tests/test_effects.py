@@ -362,7 +362,7 @@ def test_counting_process_intervals_never_overlap_when_the_exit_month_repeats_th
 def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     import dagster as dg
 
-    from pipelines.defs import stats as stats_defs
+    from pipelines.defs import effects as stats_defs
 
     em, inc = simulate(4, n=150, months=24)
     build = tmp_path / "build" / "talent.duckdb"
@@ -819,7 +819,7 @@ def test_too_few_exits_is_not_estimable_with_the_exits_needed():
 
 
 def test_missing_estimates_are_written_as_sql_null():
-    from pipelines.defs import stats as stats_defs
+    from pipelines.defs import effects as stats_defs
 
     em, inc = simulate(3, n=60, months=12, cert_base=0.0)
     effects = stats.estimate_effects(em, inc)

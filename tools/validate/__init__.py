@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from pipelines.lib import stats
+from pipelines.lib import effects as stats
 from tools.generate.model import PlantedModel
 
 WORLDS = {
