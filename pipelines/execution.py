@@ -11,13 +11,14 @@ import json
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.lib.locking import RunLockedError, warehouse_lock
 from pipelines.lib.settings import Settings
-from pipelines.progress import ExportLoad, run_config
+from pipelines.progress import ExportLoad, run_config, watch
 
 __all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
@@ -36,8 +37,12 @@ class RunOutcome:
     failures: list[Failure] = field(default_factory=list)
     warnings: list[Failure] = field(default_factory=list)
     materialized: list[str] = field(default_factory=list)
-    # materialised assets whose inputs had not changed, so their tables were kept as they were
-    kept: list[str] = field(default_factory=list)
+    # assets whose code and inputs had not changed: kept as computed by an earlier run
+    # (asset -> that run)
+    kept: dict[str, str] = field(default_factory=dict)
+    # checks not evaluated in this run because their asset was kept or unchanged: check -> the
+    # run whose evaluation stands
+    checks_kept: dict[str, str] = field(default_factory=dict)
     loads: list[ExportLoad] = field(default_factory=list)
     checks_passed: int = 0
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -65,14 +70,21 @@ class RunOutcome:
         checks = (
             self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
         )
-        if checks:
+        if checks or self.checks_kept:
             lines.append(
                 f"Checks: {checks} evaluated, {self.checks_passed} passed, "
                 f"{len(self.warnings)} warned, {sum(f.kind == 'check' for f in self.failures)} failed"
+                + (
+                    f"; {len(self.checks_kept)} not evaluated again, their data unchanged: "
+                    f"the evaluation of {_by_run(self.checks_kept)} stands"
+                    if self.checks_kept
+                    else ""
+                )
             )
-        marts = sum(m.startswith("marts/") for m in self.materialized)
+        computed = [m for m in self.materialized if m not in self.kept]
+        marts = sum(m.startswith("marts/") for m in computed)
         lines.append(
-            f"{len(self.materialized)} assets materialised ({marts} marts) in "
+            f"{len(computed)} assets computed ({marts} marts) in "
             f"{self.wall_seconds:.0f} s, run {self.run_id}"
         )
         if self.kept:
@@ -80,15 +92,14 @@ class RunOutcome:
             for key in self.kept:
                 layers[key.split("/")[0]] = layers.get(key.split("/")[0], 0) + 1
             kept = (
-                f"{len(self.kept)} of them ("
-                + ", ".join(f"{layer} {n}" for layer, n in layers.items())
-                + "; the run record lists them under kept_unchanged)"
+                ", ".join(f"{layer} {n}" for layer, n in layers.items())
+                + "; the run record lists them under kept"
                 if len(self.kept) > 4
                 else ", ".join(self.kept)
             )
             lines.append(
-                "Kept, inputs unchanged since they were computed (their checks report their "
-                f"outcome on those inputs): {kept}"
+                f"Kept {len(self.kept)}, code and inputs unchanged since {_by_run(self.kept)} "
+                f"computed them: {kept}"
             )
         for w in self.warnings:
             lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
@@ -99,21 +110,39 @@ class RunOutcome:
         return "\n".join(lines)
 
 
+def _by_run(items: dict[str, str]) -> str:
+    """'run abc12345' or 'runs abc12345 (3), def67890 (1)': the runs named in `items`' values."""
+    counts: dict[str, int] = {}
+    for run in items.values():
+        counts[run[:8]] = counts.get(run[:8], 0) + 1
+    if len(counts) == 1:
+        return f"run {next(iter(counts))}"
+    return "runs " + ", ".join(f"{run} ({n})" for run, n in sorted(counts.items()))
+
+
 def _short(message: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
-def _instance():
+def instance_for(settings: Settings):
+    """The Dagster instance a run records in: `$DAGSTER_HOME` when set (the instance the UI and
+    the daemon share), else `<warehouse>/dagster/`. Its records (code and data versions of
+    every asset) decide what the next run keeps, so a warehouse needs the same instance from
+    night to night."""
     import dagster as dg
 
     if os.environ.get("DAGSTER_HOME"):
         Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
         return dg.DagsterInstance.get()
-    return dg.DagsterInstance.ephemeral()
+    home = settings.warehouse_dir / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    return dg.DagsterInstance.local_temp(tempdir=str(home))
 
 
-def _outcome(result) -> RunOutcome:
+def _outcome(result, instance) -> RunOutcome:
     import dagster as dg
+
+    from pipelines.defs.versions import KEPT_FROM_RUN
 
     out = RunOutcome(success=result.success, run_id=result.run_id)
     for event in result.all_events:
@@ -128,8 +157,8 @@ def _outcome(result) -> RunOutcome:
             out.materialized.append(key.to_user_string())
             meta = event.event_specific_data.materialization.metadata
             values = {k: getattr(v, "value", v) for k, v in meta.items()}
-            if values.get("inputs_unchanged") is True:
-                out.kept.append(key.to_user_string())
+            if values.get(KEPT_FROM_RUN) is not None:
+                out.kept[key.to_user_string()] = str(values[KEPT_FROM_RUN])
             if key.path[0] == "raw":
                 out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -142,7 +171,34 @@ def _outcome(result) -> RunOutcome:
             name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
             bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
             bucket.append(Failure("check", name, detail or "did not pass"))
+    out.checks_kept = _checks_kept(instance, result)
     return out
+
+
+def _checks_kept(instance, result) -> dict[str, str]:
+    """Checks planned in this run but not evaluated (their asset was kept, or its data and
+    rules were those of their last evaluation), each with the run whose evaluation stands."""
+    import dagster as dg
+
+    from pipelines.defs.versions import last_evaluation
+
+    evaluated = {
+        (event.event_specific_data.asset_key, event.event_specific_data.check_name)
+        for event in result.all_events
+        if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    }
+    kept = {}
+    planned = instance.all_logs(
+        result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
+    )
+    for entry in planned:
+        data = entry.dagster_event.event_specific_data
+        if (data.asset_key, data.check_name) in evaluated:
+            continue
+        check_key = dg.AssetCheckKey(data.asset_key, data.check_name)
+        _, run_id = last_evaluation(instance, check_key)
+        kept[check_key.to_user_string()] = run_id or "none"
+    return kept
 
 
 def _check_detail(meta: dict) -> str:
@@ -194,17 +250,20 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
     from pipelines.defs import build_definitions
 
     defs = build_definitions(settings)
-    instance = _instance()
+    instance = instance_for(settings)
     t0 = time.monotonic()
     since = datetime.now(UTC).replace(tzinfo=None)
-    result = defs.resolve_job_def(job_name).execute_in_process(
-        instance=instance,
-        raise_on_error=False,
-        run_config=run_config(verbose),
-        tags={"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})},
-        **kwargs,
-    )
-    outcome = _outcome(result)
+    run_id = str(uuid.uuid4())
+    with watch(instance, run_id):
+        result = defs.resolve_job_def(job_name).execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            run_config=run_config(verbose),
+            run_id=run_id,
+            tags={"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})},
+            **kwargs,
+        )
+    outcome = _outcome(result, instance)
     if job_name == "nightly":
         _add_delivery_issues(outcome, settings, since)
     outcome.wall_seconds = round(time.monotonic() - t0, 3)
@@ -254,7 +313,8 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "success": outcome.success,
         "wall_seconds": outcome.wall_seconds,
         "step_seconds": outcome.step_seconds,
-        "kept_unchanged": outcome.kept,
+        "kept": outcome.kept,
+        "checks_kept": outcome.checks_kept,
         "failures": [vars(f) for f in outcome.failures],
         "warnings": [vars(f) for f in outcome.warnings],
     }

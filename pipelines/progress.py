@@ -1,20 +1,23 @@
 """What a run tells its operator: a line per step as it ends, then a summary.
 
-`talent run` (and the tests and benchmark that drive it) install `progress_logger` on the job, so
-the terminal shows one line per finished step with the time since the run began; the detailed
-event log (every Dagster and dbt message) goes to `<warehouse>/runs/<job>.log`. `--verbose`
-adds Dagster's console logger back.
+`talent run` (and the tests and benchmark that drive it) watch the run's events as Dagster
+records them (`watch`: the run's event log, read through the instance every half second), so the
+terminal shows one line per finished step with the time since the run began; the detailed event
+log (every Dagster and dbt message) goes to `<warehouse>/runs/<job>.log`. Dagster's own console
+logger stays quiet unless `--verbose` turns it on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import dagster as dg
-from dagster._core.log_manager import LOG_RECORD_METADATA_ATTR
 
 STAGES = (
     ("checks", ("check", "suite", "quality", "freshness")),
@@ -44,27 +47,28 @@ def stage_of(step_key: str) -> str:
 # moments ago are watched until they stop changing).
 WAIT_LEVEL = logging.WARNING
 WAIT_PREFIX = "waiting: "
+POLL_SECONDS = 0.5
 
 
-class _ProgressHandler(logging.Handler):
-    """Prints `[  12 s] ingest      raw__employees          done in 2.1 s` as steps end."""
+class Progress:
+    """Turns a run's event-log entries into lines such as
+    `[  12 s] ingest      raw__employees          done in 2.1 s`."""
 
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
+    def __init__(self, out=None) -> None:
         self.t0 = time.monotonic()
         self.started: dict[str, float] = {}
+        self.out = out
 
-    def emit(self, record: logging.LogRecord) -> None:
-        meta = getattr(record, LOG_RECORD_METADATA_ATTR, None) or {}
-        event = meta.get("dagster_event")
-        if event is None and record.levelno >= WAIT_LEVEL and meta.get("step_key"):
-            # a step saying what it is waiting for (files still being written)
-            if str(meta.get("orig_message", "")).startswith(WAIT_PREFIX):
-                self._line(time.monotonic(), meta["step_key"], meta["orig_message"])
-            return
-        if event is None or not event.step_key:
-            return
+    def entry(self, entry) -> None:
+        event = entry.dagster_event
         now = time.monotonic()
+        if event is None:
+            message = entry.user_message or ""
+            if entry.step_key and entry.level >= WAIT_LEVEL and message.startswith(WAIT_PREFIX):
+                self._line(now, entry.step_key, message)
+            return
+        if not event.step_key:
+            return
         kind = event.event_type
         if kind == dg.DagsterEventType.STEP_START:
             self.started[event.step_key] = now
@@ -80,26 +84,45 @@ class _ProgressHandler(logging.Handler):
     def _line(self, now: float, step_key: str, text: str) -> None:
         print(
             f"[{now - self.t0:5.0f} s] {stage_of(step_key):<11}{step_key:<34}{text}",
-            file=sys.stderr,
+            file=self.out or sys.stderr,
             flush=True,
         )
 
 
-@dg.logger(description="One line per finished step on stderr, with the time since the start.")
-def progress_logger(init_context) -> logging.Logger:
-    log = logging.Logger("talent.progress", level=logging.DEBUG)
-    log.addHandler(_ProgressHandler())
-    return log
+@contextlib.contextmanager
+def watch(instance: dg.DagsterInstance, run_id: str) -> Iterator[Progress]:
+    """Print the progress of run `run_id` while the block runs (a thread reads the run's new
+    event-log records from the instance every `POLL_SECONDS`)."""
+    progress = Progress()
+    stop = threading.Event()
 
+    def follow() -> None:
+        cursor = None
+        while True:
+            done = stop.is_set()
+            with contextlib.suppress(Exception):  # the run's storage may not exist yet
+                found = instance.get_records_for_run(run_id, cursor=cursor)
+                for record in found.records:
+                    progress.entry(record.event_log_entry)
+                cursor = found.cursor
+            if done:
+                return
+            stop.wait(POLL_SECONDS)
 
-LOGGERS = {"console": dg.colored_console_logger, "progress": progress_logger}
+    thread = threading.Thread(target=follow, name="talent-progress", daemon=True)
+    thread.start()
+    try:
+        yield progress
+    finally:
+        stop.set()
+        thread.join()
 
 
 def run_config(verbose: bool) -> dict:
-    loggers: dict[str, dict] = {"progress": {}}
-    if verbose:
-        loggers["console"] = {"config": {"log_level": "INFO"}}
-    return {"loggers": loggers}
+    """Dagster's console logger prints every event at debug level; it is quiet (critical only)
+    unless `verbose`, when it prints at info."""
+    level = "INFO" if verbose else "CRITICAL"
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
 
 
 @dataclass

@@ -192,8 +192,8 @@ def talent_run(
 ) -> subprocess.CompletedProcess:
     """`talent run --skip-report` in a child process, as the nightly runs it.
 
-    The child gets its settings from its own environment (no DAGSTER_HOME: an ephemeral
-    instance) and the test pseudonym key; `env` is the base environment (default: this
+    The child gets its settings from its own environment (no DAGSTER_HOME: the warehouse's own
+    Dagster instance, `<warehouse>/dagster/`) and the test pseudonym key; `env` is the base environment (default: this
     process's). With `check`, a failed run fails the test with the run's output.
     """
     child = {**(os.environ if env is None else env), "TALENT_PSEUDONYM_KEY": TEST_PSEUDONYM_KEY}

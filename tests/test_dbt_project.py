@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -165,6 +164,25 @@ def test_build_args_pass_privacy_vars_as_json(tmp_path):
     args = build_args(s)
     assert args[:2] == ["build", "--vars"]
     assert json.loads(args[2]) == {"min_group_size": 7, "scope_division": "Team 'Ops'"}
+    # unit tests check the SQL, not the data: the test suite runs them, the nightly does not
+    assert args[3:] == ["--exclude-resource-type", "unit_test"]
+
+
+def test_a_model_s_code_version_follows_its_sql_its_yml_and_the_project(tmp_path, monkeypatch):
+    from pipelines.defs import dbt as dbt_defs
+
+    yml = tmp_path / "models" / "marts" / "a.yml"
+    yml.parent.mkdir(parents=True)
+    yml.write_text("version: 2\n")
+    props = {"patch_path": "talent_metrics://models/marts/a.yml"}
+    first = dbt_defs.node_code_version(props, "sha-of-the-sql", tmp_path)
+    assert dbt_defs.node_code_version(props, "sha-of-the-sql", tmp_path) == first
+    assert dbt_defs.node_code_version(props, "sha-of-other-sql", tmp_path) != first
+    yml.write_text("version: 2\n# a new test\n")
+    assert dbt_defs.node_code_version(props, "sha-of-the-sql", tmp_path) != first
+    changed = dbt_defs.node_code_version(props, "sha-of-the-sql", tmp_path)
+    monkeypatch.setattr(dbt_defs, "project_version", lambda: "another dbt or macro")
+    assert dbt_defs.node_code_version(props, "sha-of-the-sql", tmp_path) != changed
 
 
 @pytest.mark.parametrize(
@@ -218,93 +236,6 @@ def test_manifest_staleness(tmp_path):
     assert manifest_is_stale(tmp_path, manifest)
 
 
-def test_docs_fingerprint_changes_with_the_project_and_vars_only(tmp_path):
-    from pipelines.defs.dbt import DOCS_FILES, DOCS_FINGERPRINT, docs_are_current, docs_fingerprint
-
-    (tmp_path / "models").mkdir()
-    model = tmp_path / "models" / "a.sql"
-    model.write_text("select 1")
-    (tmp_path / "models" / "notes.txt").write_text("not part of the project")
-    args = ["build", "--vars", '{"min_group_size": 5}']
-    first = docs_fingerprint(tmp_path, args)
-    assert docs_fingerprint(tmp_path, list(args)) == first
-    (tmp_path / "models" / "notes.txt").write_text("edited")
-    assert docs_fingerprint(tmp_path, args) == first
-    assert docs_fingerprint(tmp_path, ["build", "--vars", '{"min_group_size": 7}']) != first
-    model.write_text("select 2")
-    second = docs_fingerprint(tmp_path, args)
-    assert second != first
-
-    docs = tmp_path / "docs"
-    assert not docs_are_current(docs, second)
-    docs.mkdir()
-    for name in DOCS_FILES:
-        (docs / name).write_text("{}")
-    assert not docs_are_current(docs, second)  # no stamp: built by an older version
-    (docs / DOCS_FINGERPRINT).write_text(second + "\n")
-    assert docs_are_current(docs, second)
-    assert not docs_are_current(docs, first)
-    (docs / "catalog.json").unlink()
-    assert not docs_are_current(docs, second)
-
-
-def test_the_warehouse_is_kept_only_while_everything_dbt_reads_is_unchanged(tmp_path, dbt_manifest):
-    """A whole build is skipped only when the raw tables, the project and vars (its
-    fingerprint), the pseudonym key are those of the last whole build, and the build file still
-    holds every table the project builds; the fingerprint is dropped before a build starts."""
-    from pipelines.defs.dbt import (
-        build_is_current,
-        built_tables,
-        forget_build,
-        remember_build,
-        warehouse_dbt,
-        warehouse_inputs_fingerprint,
-    )
-
-    s = Settings(
-        sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh", pseudonym_key="key-one"
-    )
-    s.ensure_dirs()
-    assert warehouse_inputs_fingerprint(s, "project") is None  # nothing loaded yet
-    with duckdb.connect(str(s.raw_db)) as con:
-        con.execute("create table employees (employee_id varchar, team varchar)")
-        con.execute("insert into employees values ('E1', 'platform'), ('E2', 'storage')")
-        con.execute("create table manifest (file_id varchar, status varchar)")
-        con.execute("insert into manifest values ('f1', 'active')")
-    first = warehouse_inputs_fingerprint(s, "project")
-    assert warehouse_inputs_fingerprint(s, "project") == first
-    assert warehouse_inputs_fingerprint(s, "project, other vars") != first
-    assert warehouse_inputs_fingerprint(replace(s, pseudonym_key="key-two"), "project") != first
-    with duckdb.connect(str(s.raw_db)) as con:
-        con.execute("update manifest set status = 'superseded'")
-    assert warehouse_inputs_fingerprint(s, "project") != first
-    with duckdb.connect(str(s.raw_db)) as con:
-        con.execute("update manifest set status = 'active'")
-        con.execute("update employees set team = 'network' where employee_id = 'E2'")
-    changed = warehouse_inputs_fingerprint(s, "project")
-    assert changed != first
-
-    tables = built_tables(warehouse_dbt.keys)
-    assert not build_is_current(s, changed, tables)  # no build file
-    assert "marts.certification_coverage" in tables and "staging.skill_levels" in tables
-    with duckdb.connect(str(s.build_db)) as con:
-        for table in tables:
-            con.execute(f"create schema if not exists {table.split('.')[0]}")
-            con.execute(f"create table {table} (x int)")
-    assert not build_is_current(s, changed, tables)  # never built with a fingerprint
-    remember_build(s, changed)
-    assert build_is_current(s, changed, tables)
-    assert not build_is_current(s, first, tables)
-    with duckdb.connect(str(s.build_db)) as con:
-        con.execute("drop table marts.certification_coverage")
-    assert not build_is_current(s, changed, tables)  # a table is missing
-    with duckdb.connect(str(s.build_db)) as con:
-        con.execute("create table marts.certification_coverage (x int)")
-    assert build_is_current(s, changed, tables)
-    forget_build(s)
-    assert not build_is_current(s, changed, tables)
-
-
 def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     from pipelines.defs.dbt import DBT_EXECUTABLE, dbt_resource, warehouse_dbt
 
@@ -339,52 +270,28 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     assert "grain" in specs["marts/attrition"].description.lower()
     checks = {c.name for c in warehouse_dbt.check_specs}
     assert any(name.startswith("expression_is_true_attrition") for name in checks)
+    # every model and seed is versioned, and the statistics' panels are versioned by content
+    assert all(spec.code_version for spec in specs.values())
+    from pipelines.defs.dbt import content_versioned
+
+    manifest = json.loads(Path(dbt_manifest).read_text())
+    assert set(content_versioned(manifest)) == {
+        dg.AssetKey(["intermediate", "int_engineer_months_complete"]),
+        dg.AssetKey(["intermediate", "int_incident_responses_complete"]),
+    }
 
 
-def test_a_build_leaves_its_parse_for_the_next_build(tmp_path):
-    from pipelines.defs.dbt import keep_partial_parse
-
-    build, project = tmp_path / "warehouse_dbt-1", tmp_path / "target"
-    build.mkdir()
-    assert not keep_partial_parse(build, project)  # a failed parse leaves nothing to keep
-    (build / "partial_parse.msgpack").write_bytes(b"parsed with this warehouse's profile")
-    assert keep_partial_parse(build, project)
-    assert (
-        project / "partial_parse.msgpack"
-    ).read_bytes() == b"parsed with this warehouse's profile"
-    assert [p.name for p in project.iterdir()] == ["partial_parse.msgpack"]
-
-
-def test_docs_site_is_cached_for_the_next_fresh_warehouse(tmp_path, monkeypatch):
-    from pipelines.defs import dbt as dbt_defs
-
-    monkeypatch.setattr(dbt_defs, "docs_cache_dir", lambda fp: tmp_path / "cache" / fp[:16])
-    site = tmp_path / "warehouse" / "docs"
-    site.mkdir(parents=True)
-    for name in dbt_defs.DOCS_FILES:
-        (site / name).write_text(name)
-    first, second = "a" * 64, "b" * 64
-    dbt_defs._cache_docs(site, dbt_defs.docs_cache_dir(first), first)
-    assert dbt_defs.docs_are_current(dbt_defs.docs_cache_dir(first), first)
-    assert not dbt_defs.docs_are_current(dbt_defs.docs_cache_dir(first), second)
-    # a new project replaces the cached site: one site only
-    dbt_defs._cache_docs(site, dbt_defs.docs_cache_dir(second), second)
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [second[:16]]
-
-
-def test_a_stale_project_is_parsed_once_and_a_warehouse_at_a_new_path_reuses_the_parse(tmp_path):
+def test_a_stale_project_is_parsed_once_with_the_run_s_own_profile(tmp_path):
     """The CLI parses a fresh checkout with the run's settings before the definitions load, so
-    the build reuses that parse instead of parsing the whole project a second time; and a
-    warehouse at another path, with another pseudonym key, reuses it too (`talent-dbt`)."""
+    the build reuses that parse instead of parsing the whole project a second time."""
     import shutil
     import subprocess
 
     from dagster_dbt import DbtProject
 
-    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, build_args, ensure_manifest
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, ensure_manifest, vars_args
     from pipelines.lib.project_files import DBT_PROJECT_DIR
 
-    assert Path(DBT_EXECUTABLE).name == "talent-dbt"
     copy = tmp_path / "dbt_project"
     shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs"))
     project = DbtProject(project_dir=copy, profiles_dir=copy)
@@ -395,7 +302,7 @@ def test_a_stale_project_is_parsed_once_and_a_warehouse_at_a_new_path_reuses_the
     def parse(settings: Settings, **env: str) -> str:
         """What a build does next: dbt with the build's profile and vars, in that target."""
         return subprocess.run(
-            [DBT_EXECUTABLE, "parse", *build_args(settings)[1:], "--project-dir", str(copy)]
+            [DBT_EXECUTABLE, "parse", *vars_args(settings), "--project-dir", str(copy)]
             + ["--profiles-dir", str(copy), "--target-path", str(copy / "target")],
             env={**os.environ, **settings.dbt_env(), **env},
             cwd=copy,
@@ -406,40 +313,3 @@ def test_a_stale_project_is_parsed_once_and_a_warehouse_at_a_new_path_reuses_the
 
     out = parse(settings)
     assert "Unable to do partial parsing" not in out, out
-    elsewhere = Settings(
-        sources_dir=tmp_path / "other" / "sources",
-        warehouse_dir=tmp_path / "other" / "warehouse",
-        pseudonym_key="another customer's key",
-    )
-    assert elsewhere.build_db.parent != settings.build_db.parent
-    out = parse(elsewhere)
-    assert "Unable to do partial parsing" not in out, out
-    # the build file's name is the models' catalog: a new name is a new parse
-    renamed = str(elsewhere.build_db.with_name("renamed.duckdb"))
-    out = parse(elsewhere, TALENT_BUILD_DB=renamed)
-    assert "Unable to do partial parsing because profile has changed" in out, out
-
-
-def test_the_parse_check_ignores_only_the_folders_and_the_key():
-    from dbt.adapters.duckdb.credentials import DuckDBCredentials
-
-    from pipelines.lib.dbt_main import placeless
-
-    def info(build: str, raw: str, key: str, threads: int = 2) -> list:
-        profile = {
-            "path": build,
-            "schema": "main",
-            "attach": [{"path": raw, "alias": "raw", "read_only": True}],
-            "settings": {"threads": threads},
-            "plugins": [
-                {"module": "pipelines.lib.duckdb_plugin", "config": {"pseudonym_key": key}}
-            ],
-        }
-        return placeless(DuckDBCredentials.from_dict(profile).connection_info())
-
-    here = info("/a/build/talent.duckdb", "/a/raw.duckdb", "k1")
-    assert here == info("/b/c/build/talent.duckdb", "/b/c/raw.duckdb", "k2")
-    assert ("database", "talent") in here
-    assert here != info("/a/build/other.duckdb", "/a/raw.duckdb", "k1")
-    assert here != info("/a/build/talent.duckdb", "/a/raw2.duckdb", "k1")
-    assert here != info("/a/build/talent.duckdb", "/a/raw.duckdb", "k1", threads=4)

@@ -371,6 +371,7 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
         con.execute("create schema intermediate")
         con.execute("create table intermediate.int_engineer_months as select * from em")
         con.execute("create table intermediate.int_incident_responses as select * from inc")
+        create_complete_panels(con)
     result = dg.materialize(
         [stats_defs.certification_statistics],
         resources=talent_resources(warehouse_dir=tmp_path),
@@ -395,9 +396,31 @@ def test_dagster_asset_writes_both_marts(tmp_path, monkeypatch):
     assert "incident_rate_ratio" in meta["marts/certification_effect"]
 
 
+def create_complete_panels(con) -> None:
+    """The dbt models that cut the complete months (`int_*_complete.sql`), created as views over
+    the tables in `con`: their SQL with `ref()` resolved to schema `intermediate`."""
+    import re
+
+    from pipelines.lib.project_files import DBT_PROJECT_DIR
+
+    for name in ("int_engineer_months_complete", "int_incident_responses_complete"):
+        sql = (DBT_PROJECT_DIR / "models" / "intermediate" / f"{name}.sql").read_text()
+        sql = re.sub(r"\{\{\s*ref\('(\w+)'\)\s*\}\}", r"intermediate.\1", sql)
+        con.execute(f"create or replace view intermediate.{name} as {sql}")
+
+
+def complete_panel_reads(con) -> dict[str, str]:
+    """What the statistics asset reads of the two panels (`select_used`)."""
+    from pipelines.defs.effects import select_used
+    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES
+
+    create_complete_panels(con)
+    return {t: select_used(con, t) for t in (ENGINEER_MONTHS, INCIDENT_RESPONSES)}
+
+
 def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months():
-    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_COLUMNS, INCIDENT_RESPONSES
-    from pipelines.lib.effects.window import complete_month_queries, complete_months
+    from pipelines.lib.effects.prepare import INCIDENT_COLUMNS
+    from pipelines.lib.effects.window import complete_months
 
     em, inc = simulate(5, n=40, months=12)
     em = em.assign(team_name="platform", salary_band="b3")  # columns no estimator reads
@@ -408,43 +431,66 @@ def test_the_asset_reads_only_the_columns_the_statistics_use_of_complete_months(
             "create table intermediate.int_incident_responses as "
             "select *, 'note' as free_text from inc"
         )
-        through, queries = complete_month_queries(con)
+        queries = complete_panel_reads(con)
         months, incidents = (con.execute(sql).df() for sql in queries.values())
+        through = pd.Timestamp(em["month"].max()) - pd.DateOffset(months=1)
         assert "team_name" not in months and "salary_band" not in months
-        assert list(incidents.columns) == list(INCIDENT_COLUMNS)
+        assert sorted(incidents.columns) == sorted(INCIDENT_COLUMNS)
         # the latest month (the month in progress) is left out
         assert pd.Timestamp(months["month"].max()) == pd.Timestamp(through)
         assert pd.Timestamp(through) < pd.Timestamp(em["month"].max())
         assert (pd.to_datetime(incidents["month"]) <= pd.Timestamp(through)).all()
         # the narrow read in SQL gives the estimates of the same cut made on the whole frames
         whole = [
-            con.execute(f"select * from {t}").df() for t in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
+            con.execute(f"select * from intermediate.{t}").df()
+            for t in ("int_engineer_months", "int_incident_responses")
         ]
         cut_em, cut_inc, cut_through = complete_months(*whole)
-        assert cut_through == through and len(cut_em) == len(months)
+        assert pd.Timestamp(cut_through) == through and len(cut_em) == len(months)
         pd.testing.assert_frame_equal(
             stats.estimate_effects(months, incidents), stats.estimate_effects(cut_em, cut_inc)
         )
         # a used column the table lacks still reaches the error that names it
+        con.execute("drop view intermediate.int_engineer_months_complete")
         con.execute("alter table intermediate.int_engineer_months drop column exposure_months")
-        _, queries = complete_month_queries(con)
-        short = con.execute(queries["intermediate.int_engineer_months"]).df()
+        con.execute(
+            "create view intermediate.int_engineer_months_complete as "
+            "select * from intermediate.int_engineer_months"
+        )
+        from pipelines.defs.effects import select_used
+
+        queries = {t: select_used(con, t) for t in queries}
+        short = con.execute(queries["intermediate.int_engineer_months_complete"]).df()
     with pytest.raises(stats.StatsInputError, match="int_engineer_months.*exposure_months"):
         stats.estimate_effects(short, inc)
 
 
 def _cut_tables(con, em_rows, inc_rows):
+    """The two intermediate tables with the given (person_key, month, first_certified_month,
+    incidents) and (person_key, month, resolve_minutes) rows; the other columns constant."""
     con.execute("create schema if not exists intermediate")
     con.execute(
         "create or replace table intermediate.int_engineer_months (person_key varchar, "
-        "month date, first_certified_month date, incidents int)"
+        "month date, first_certified_month date, incidents int, skill_level int default 2, "
+        "tenure_months int default 12, is_certified boolean default false, "
+        "separated boolean default false, separation_type varchar, "
+        "exposure_months double default 1.0, fleet_gpus int default 64)"
     )
-    con.executemany("insert into intermediate.int_engineer_months values (?, ?, ?, ?)", em_rows)
+    con.executemany(
+        "insert into intermediate.int_engineer_months "
+        "(person_key, month, first_certified_month, incidents) values (?, ?, ?, ?)",
+        em_rows,
+    )
     con.execute(
         "create or replace table intermediate.int_incident_responses (person_key varchar, "
-        "month date, resolve_minutes double)"
+        "month date, resolve_minutes double, is_certified boolean default false, "
+        "severity varchar default 'sev3')"
     )
-    con.executemany("insert into intermediate.int_incident_responses values (?, ?, ?)", inc_rows)
+    con.executemany(
+        "insert into intermediate.int_incident_responses (person_key, month, resolve_minutes) "
+        "values (?, ?, ?)",
+        inc_rows,
+    )
 
 
 def test_the_month_in_progress_and_later_certifications_are_left_out():
@@ -452,7 +498,7 @@ def test_the_month_in_progress_and_later_certifications_are_left_out():
     earlier months; an incident without a month stays (the estimators count it as left out)."""
     from datetime import date
 
-    from pipelines.lib.effects.window import complete_month_queries, complete_months
+    from pipelines.lib.effects.window import complete_months
 
     jul, aug, sep = date(2026, 7, 1), date(2026, 8, 1), date(2026, 9, 1)
     em_rows = [
@@ -466,16 +512,20 @@ def test_the_month_in_progress_and_later_certifications_are_left_out():
     inc_rows = [("a", jul, 30.0), ("b", aug, 45.0), ("a", sep, 60.0), ("b", None, 10.0)]
     with duckdb.connect() as con:
         _cut_tables(con, em_rows, inc_rows)
-        through, queries = complete_month_queries(con)
-        em = con.execute(queries["intermediate.int_engineer_months"] + " order by 1, 2").fetchall()
-        inc = con.execute(queries["intermediate.int_incident_responses"] + " order by 2").fetchall()
+        create_complete_panels(con)
+        em = con.execute(
+            "select person_key, month, first_certified_month, incidents "
+            "from intermediate.int_engineer_months_complete order by 1, 2"
+        ).fetchall()
+        inc = con.execute(
+            "select person_key, resolve_minutes, month "
+            "from intermediate.int_incident_responses_complete order by 2"
+        ).fetchall()
         whole = [
             con.execute(f"select * from intermediate.{t}").df()
             for t in ("int_engineer_months", "int_incident_responses")
         ]
-    assert through == aug
     assert em == [("a", jul, None, 1), ("a", aug, None, 0), ("b", jul, jul, 0), ("b", aug, jul, 1)]
-    # (the columns come in the estimators' order: person_key, resolve_minutes, month)
     assert inc == [("b", 10.0, None), ("a", 30.0, jul), ("b", 45.0, aug)]
     # the same cut on frames
     cut_em, cut_inc, cut_through = complete_months(*whole)
@@ -493,12 +543,10 @@ def test_the_month_in_progress_and_later_certifications_are_left_out():
 def test_one_month_of_data_leaves_nothing_complete_and_the_metrics_not_estimable():
     from datetime import date
 
-    from pipelines.lib.effects.window import complete_month_queries
-
     sep = date(2026, 9, 1)
     with duckdb.connect() as con:
         _cut_tables(con, [("a", sep, sep, 1)], [("a", sep, 5.0)])
-        _, queries = complete_month_queries(con)
+        queries = complete_panel_reads(con)
         counts = [
             con.execute(f"select count(*) from ({q})").fetchone()[0] for q in queries.values()
         ]
@@ -508,7 +556,7 @@ def test_one_month_of_data_leaves_nothing_complete_and_the_metrics_not_estimable
         em, inc = em[em["month"] == latest], inc[inc["month"] == latest]  # noqa: F841 (SQL)
         con.execute("create or replace table intermediate.int_engineer_months as from em")
         con.execute("create or replace table intermediate.int_incident_responses as from inc")
-        _, queries = complete_month_queries(con)
+        queries = complete_panel_reads(con)
         months, incidents = (con.execute(sql).df() for sql in queries.values())
     assert counts == [0, 0] and len(months) == 0 and len(incidents) == 0
     effects = stats.estimate_effects(months, incidents)

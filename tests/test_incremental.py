@@ -64,7 +64,7 @@ def runs(bench_run, tmp_path_factory) -> dict:
     sources, wa = work / "sources", work / "warehouse"
     day = json.loads((work / "params.json").read_text())["end_date"]
     wb = tmp_path_factory.mktemp("incremental") / "B"
-    talent_run_recorded(sources, wb, work)
+    b_run_id = talent_run_recorded(sources, wb, work)["run_id"]
     b_full = mart_fingerprints(wb / "talent.duckdb")
     no_change = talent_run_recorded(sources, wb, work)
     return {
@@ -78,6 +78,7 @@ def runs(bench_run, tmp_path_factory) -> dict:
         "b": b_full,
         "b_again": mart_fingerprints(wb / "talent.duckdb"),
         "no_change": no_change,
+        "b_run_id": b_run_id,
     }
 
 
@@ -105,21 +106,28 @@ def test_incremental_marts_equal_one_run_over_everything(runs):
 def test_nightly_without_new_files_leaves_the_marts_identical(runs):
     assert runs["no_change"]["success"]
     assert runs["b_again"] == runs["b"]
-    # nothing new: dbt did not rebuild the warehouse, nor were the statistics estimated again
-    kept = set(runs["no_change"]["kept_unchanged"])
-    assert {"marts/certification_effect", "marts/certification_event_study"} <= kept
-    assert {"staging/stg_hris__employees", "marts/certification_coverage"} <= kept
-    # the kept tables' blocking dbt tests report their outcome on those tables: nothing
-    # downstream proceeds "without gating" on a check that emitted no result
-    assert "emitted no result" not in runs["no_change"]["output"]
-    assert "Kept, inputs unchanged" in runs["no_change"]["output"]
+    # nothing new: dbt did not rebuild the warehouse, nor were the statistics estimated again;
+    # each kept asset names the run that computed it (the full run before)
+    kept = runs["no_change"]["kept"]
+    assert {"marts/certification_effect", "marts/certification_event_study"} <= set(kept)
+    assert {"staging/stg_hris__employees", "marts/certification_coverage"} <= set(kept)
+    assert {"warehouse/published", "warehouse/dbt_docs"} <= set(kept)
+    assert set(kept.values()) == {runs["b_run_id"]}
+    # no check was evaluated again, and none is reported as passed in this run: the summary
+    # says whose evaluation stands
+    checks_kept = runs["no_change"]["checks_kept"]
+    assert any(c.startswith("raw/employees:") for c in checks_kept)
+    assert any(c.startswith("marts/attrition:") for c in checks_kept)
+    assert set(checks_kept.values()) == {runs["b_run_id"]}
+    assert "not evaluated again" in runs["no_change"]["output"]
+    assert "Kept " in runs["no_change"]["output"]
 
 
 def test_a_day_of_the_month_in_progress_keeps_the_statistics(runs):
     """The held-back day is the last day of the latest month, which the statistics leave out
     until the data reaches the next month: its files change no complete month, so the estimates
     are kept, and (test above) the published marts still equal a full rebuild's."""
-    kept = set(runs["a_nightly"]["kept_unchanged"])
+    kept = set(runs["a_nightly"]["kept"])
     assert {"marts/certification_effect", "marts/certification_event_study"} <= kept
     # the new files did reach the warehouse: dbt rebuilt it
     assert not any(key.startswith(("staging/", "intermediate/")) for key in kept)

@@ -11,11 +11,10 @@ import json
 import shutil
 
 import duckdb
-import pytest
-from test_quality_data import FakeSettings, clean_tables, forbid_great_expectations, write_raw
+from test_quality_data import FakeSettings, clean_tables, write_raw
 
 from pipelines.lib.quality import run_raw_suites
-from pipelines.lib.quality.kept import LAST_RUN, STORE_FILE
+from pipelines.lib.quality.kept import STORE_FILE
 
 COMPARED = ("passed", "unexpected_count", "element_count", "locations")
 
@@ -101,41 +100,6 @@ def test_a_new_delivery_is_validated_alone_and_reported_with_the_earlier_ones(tm
     assert third == _from_scratch(settings, tmp_path)
 
 
-def test_an_unchanged_raw_file_reports_the_last_outcomes_without_great_expectations(
-    tmp_path, monkeypatch
-):
-    """A night without new files: the raw file, rules and code are those of the last run, so
-    its outcomes (failures included) are reported again without reading a row or starting the
-    library; any change to the raw file validates again."""
-    settings = FakeSettings(tmp_path / "wh")
-    rows = _incidents(0, 4)
-    rows[2]["downtime_minutes"] = -5.0
-    write_raw(settings.raw_db, {**clean_tables(), "incidents": rows})
-    first = run_raw_suites(settings)
-    failing = {(r.suite, o.rule.name) for r in first for o in r.failures}
-    assert ("raw.incidents", "downtime_minutes_in_range") in failing
-
-    with monkeypatch.context() as mp:
-        forbid_great_expectations(mp)
-        again = run_raw_suites(settings)
-    assert [r.suite for r in again] == [r.suite for r in first]
-    assert [[o.as_dict() for o in r.outcomes] for r in again] == [
-        [o.as_dict() for o in r.outcomes] for r in first
-    ]
-
-    # a new delivery changes the raw file: validated, and the new defect found
-    bad = _incidents(10, 2)
-    bad[0]["downtime_minutes"] = -1.0
-    _deliver(settings.raw_db, "incidents_2024-06-30.csv", "2024-06-30", 1, bad)
-    with monkeypatch.context() as mp:
-        forbid_great_expectations(mp)
-        with pytest.raises(AssertionError, match="was started"):
-            run_raw_suites(settings)
-    (incidents,) = [r for r in run_raw_suites(settings) if r.suite == "raw.incidents"]
-    (outcome,) = [o for o in incidents.outcomes if o.rule.name == "downtime_minutes_in_range"]
-    assert (outcome.passed, outcome.unexpected_count, outcome.element_count) == (False, 2, 6)
-
-
 def test_changed_rules_or_a_superseded_file_validate_the_batch_again(tmp_path):
     settings = FakeSettings(tmp_path / "wh")
     write_raw(settings.raw_db, {**clean_tables(), "incidents": _incidents(0, 2)})
@@ -144,7 +108,6 @@ def test_changed_rules_or_a_superseded_file_validate_the_batch_again(tmp_path):
     store = json.loads(store_path.read_text())
     store["raw.incidents"]["rules"] = "another rule set"
     store["raw.incidents"]["batches"][0]["outcomes"] = []
-    store[LAST_RUN]["inputs"] = "another rule set"  # other rules: the last run's key differs too
     store_path.write_text(json.dumps(store))
     # the stored outcomes belong to other rules: everything is validated again
     outcomes = _outcomes(settings)

@@ -4,7 +4,7 @@ groups flagged."""
 from __future__ import annotations
 
 import pytest
-from test_quality_data import CLEAN_MARTS, FakeSettings, forbid_great_expectations, write_marts
+from test_quality_data import CLEAN_MARTS, FakeSettings, write_marts
 
 from pipelines.lib.quality import MART_SUITES, Severity, run_mart_suites
 
@@ -132,31 +132,3 @@ def test_every_published_count_of_people_has_the_small_group_test(dbt_manifest):
     }
     assert len(counted) >= 10
     assert counted <= tested, sorted(counted - tested)
-
-
-def test_unchanged_marts_report_the_last_outcomes_without_great_expectations(tmp_path, monkeypatch):
-    """The marts, rules and code of the last run: its outcomes, failures included, without
-    starting the library; a changed mart is validated again."""
-    import duckdb
-
-    settings = FakeSettings(tmp_path)
-    write_marts(settings.build_db, _corrupted_marts())
-    first = run_mart_suites(settings)
-    assert any(not r.passed for r in first)
-
-    with monkeypatch.context() as mp:
-        forbid_great_expectations(mp)
-        again = run_mart_suites(settings)
-        assert [[o.as_dict() for o in r.outcomes] for r in again] == [
-            [o.as_dict() for o in r.outcomes] for r in first
-        ]
-        with duckdb.connect(str(settings.build_db)) as con:
-            con.execute("delete from marts.certification_effect where metric = 'mttr_ratio'")
-        with pytest.raises(AssertionError, match="was started"):
-            run_mart_suites(settings)
-    # validated again: the MTTR row that broke its interval is gone, the metrics still missing
-    effect = {r.suite: r for r in run_mart_suites(settings)}["marts.certification_effect"]
-    failing = {o.rule.name for o in effect.failures}
-    assert failing and failing != {
-        o.rule.name for r in first if r.suite == "marts.certification_effect" for o in r.failures
-    }

@@ -146,7 +146,9 @@ def child_env(work: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTHONPYCACHEPREFIX", None)
-    env.pop("DAGSTER_HOME", None)  # ephemeral instance: the benchmark leaves no run history
+    # no DAGSTER_HOME: each warehouse records its runs in its own `<warehouse>/dagster/`, whose
+    # code and data versions decide what the next night keeps, as for any `talent run`
+    env.pop("DAGSTER_HOME", None)
     # the company was generated (or copied) completely before the run: no settle wait, which
     # would only add idle wall time to the first run
     env["TALENT_SETTLE_SECONDS"] = "0"
@@ -178,8 +180,8 @@ def run_pipeline(
 ) -> dict:
     """`talent run` in a child process: wall time, CPU seconds, peak RSS, per-phase seconds.
 
-    With an ephemeral Dagster instance, unless `dagster_home` is given: then with the project's
-    instance (`dagster.yaml`) there, as `make run` has it."""
+    With the warehouse's own Dagster instance (`<warehouse>/dagster/`), unless `dagster_home`
+    is given: then with the project's instance (`dagster.yaml`) there, as `make run` has it."""
     cmd = [
         sys.executable,
         "-m",
@@ -212,7 +214,7 @@ def run_pipeline(
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"benchmark run failed (exit {rc}); see {log}:\n{tail}")
     phases = dict.fromkeys(PHASES, 0.0)
-    kept: list[str] = []
+    kept: dict[str, str] = {}
     for name in (
         ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",)
     ):
@@ -221,7 +223,7 @@ def run_pipeline(
             record = json.loads(record_path.read_text())
             for step, seconds in record["step_seconds"].items():
                 phases[phase_of(step)] += seconds
-            kept += record.get("kept_unchanged", [])
+            kept.update(record.get("kept", {}))
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
@@ -230,8 +232,8 @@ def run_pipeline(
         "peak_rss_mb": round(sampler.peak / 1e6, 1),
         "peak_rss_where": sampler.peak_where,
         "phases_s": {k: round(v, 2) for k, v in phases.items()},
-        # assets whose inputs had not changed, so the run kept their tables
-        "kept_unchanged": kept,
+        # assets whose code and inputs had not changed: kept as an earlier run computed them
+        "kept": kept,
     }
 
 

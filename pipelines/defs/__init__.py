@@ -4,7 +4,8 @@ Each module defines its assets, checks, jobs and sensors at module level and tak
 from the `talent` resource (`resources.py`); reusable logic lives in `pipelines.lib`, free of
 Dagster. `build_definitions` loads the modules and applies project-wide policy once: one resource
 built from the run's `Settings`, every step in one process (DuckDB allows one writer per file),
-and the schedules at the settings' crons. (`publish.py` holds the other policy: the published
+the settings each step reads folded into its code version (`versions.with_code_versions`: what
+is rebuilt follows Dagster's code and data versions), and the schedules at the settings' crons. (`publish.py` holds the other policy: the published
 file waits for every mart.)
 """
 
@@ -32,9 +33,9 @@ def build_definitions(
         quality,
         report,
         roi,
+        versions,
     )
     from pipelines.defs.resources import TalentResource
-    from pipelines.progress import LOGGERS
 
     with warnings.catch_warnings():
         # "in preview": the loader is the stable core of `load_from_defs_folder`, which cannot
@@ -47,6 +48,13 @@ def build_definitions(
                 "dbt": dbt.dbt_resource(),
             },
             executor=dg.in_process_executor,
-            loggers=LOGGERS,
         )
-    return dg.Definitions.merge(parts, dg.Definitions(schedules=automation.schedules(settings)))
+    return dg.Definitions(
+        assets=versions.with_code_versions(list(parts.assets or []), settings),
+        asset_checks=parts.asset_checks,
+        jobs=parts.jobs,
+        sensors=parts.sensors,
+        schedules=[*(parts.schedules or []), *automation.schedules(settings)],
+        resources=parts.resources,
+        executor=parts.executor,
+    )

@@ -6,8 +6,11 @@ report's first page see the same "no fleet export: team templates by fleet size 
 that the run summary prints.
 """
 
+from collections.abc import Iterator
+
 import dagster as dg
 
+from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS
@@ -23,21 +26,26 @@ SOURCE_DELIVERIES_KEY = dg.AssetKey(["marts", "source_deliveries"])
     # every raw export it summarises; a dbt mart orders it after the build file exists
     deps=[dg.AssetKey(["raw", name]) for name in EXPORTS] + [dg.AssetKey(["marts", "dim_date"])],
     kinds={"python", "duckdb"},
+    code_version=versions.source_version("pipelines.lib.deliveries", "pipelines.lib.ingest.check"),
     description="What the warehouse was built from (grain: export): files, rows loaded and "
     "quarantined, periods and vendor profiles per export; for an export not delivered, what "
     "cannot be shown without it.",
 )
 def source_deliveries(
     context: dg.AssetExecutionContext, talent: TalentResource
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult]:
     s = talent.settings
     if not s.build_db.exists():
         raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")
+    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    if verdict.kept:
+        yield from versions.kept_results(context, verdict, "deliveries unchanged")
+        return
     with db.connect(s.build_db) as con:
         missing = write_source_deliveries(con, s.raw_db)
     for name in missing:
         context.log.info(f"{name} not delivered: {MISSING_CONSEQUENCE[name]}")
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(EXPORTS),
             "exports_delivered": len(EXPORTS) - len(missing),

@@ -1,29 +1,30 @@
 """Dagster wiring for the certification-effect statistics (logic: `pipelines/lib/effects/`).
 
-Reads the complete months of the two intermediate models from the build file (the month in
-progress is left out, `lib/effects/window.py`), estimates, and writes the two marts back into
-schema `marts` of the same file. When those rows (and the statistics code and settings) are the
-ones the marts in the file were estimated from, the marts are kept (`lib.fingerprint`): a night
-that only adds to the month in progress does not re-estimate. Each DuckDB connection is closed
-before the next step so dbt (a subprocess) can open the file again.
+Reads the statistics' panels from the build file (`intermediate.int_engineer_months_complete`
+and `int_incident_responses_complete`: the complete months, the month in progress left out),
+estimates, and writes the two marts back into schema `marts` of the same file. The panels report
+their content as their data version, so a night that only adds to the month in progress leaves
+them unchanged and the marts are kept (`pipelines/defs/versions.py`). Each DuckDB connection is
+closed before the next step so dbt (a subprocess) can open the file again.
 """
 
 import math
 
 import dagster as dg
 
+from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
-from pipelines.lib import db, fingerprint
+from pipelines.lib import db
 
-# pandas, pyarrow, DuckDB and the statistics (SciPy, lifelines) are imported when the asset
-# runs: loading the definitions should not pay for them.
+# pandas, pyarrow and the statistics (SciPy, lifelines) are imported when the asset runs:
+# loading the definitions should not pay for them.
 
 INPUT_KEYS = [
-    dg.AssetKey(["intermediate", "int_engineer_months"]),
-    dg.AssetKey(["intermediate", "int_incident_responses"]),
+    dg.AssetKey(["intermediate", "int_engineer_months_complete"]),
+    dg.AssetKey(["intermediate", "int_incident_responses_complete"]),
 ]
 OUTPUT_TABLES = ("marts.certification_effect", "marts.certification_event_study")
-STEP = "certification_statistics"
+CODE_VERSION = versions.source_version("pipelines.lib.effects")
 EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
 EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
 
@@ -85,6 +86,7 @@ def effect_metadata(effects) -> dict:
             description="Adjusted effect of holding a certification on incident rate, MTTR and "
             "voluntary exit, with 95 % CIs and the naive figures beside them.",
             kinds={"python", "duckdb"},
+            code_version=CODE_VERSION,
         ),
         dg.AssetSpec(
             EVENT_STUDY_KEY,
@@ -92,41 +94,40 @@ def effect_metadata(effects) -> dict:
             description="Incident rate ratio by month relative to first certification "
             "(-12..+12, reference month -1).",
             kinds={"python", "duckdb"},
+            code_version=CODE_VERSION,
         ),
     ],
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
-    """Estimates the effects, unless the inputs are those of the effects already in the file."""
-    from pipelines.lib.effects.window import complete_month_queries
-
+    """Estimates the effects, unless their panels, code and settings are those the marts in the
+    build file were estimated from (`versions.assess`)."""
     s = talent.settings
-    with db.connect(s.build_db, read_only=True) as con:
-        through, queries = complete_month_queries(con)
-        fp = fingerprint.queries_fingerprint(
-            con,
-            queries,
-            fingerprint.package_source("pipelines.lib.effects"),
-            f"min_group_size={s.min_group_size}",
+    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    if verdict.kept:
+        context.log.info(
+            "panels, code and settings unchanged: the effects estimated in run "
+            f"{', '.join(verdict.computed_in())} are kept"
         )
-        kept = fingerprint.is_current(con, STEP, fp, OUTPUT_TABLES)
-        if kept:
-            effects = con.execute("select * from marts.certification_effect").df()
-            study = con.execute("select * from marts.certification_event_study").df()
-        else:
-            months, incidents = (con.execute(sql).df() for sql in queries.values())
+        yield from versions.kept_results(context, verdict, "panels and code unchanged")
+        return
+    context.log.info(f"estimating: {verdict.reasons()}")
+    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES
+
+    with db.connect(s.build_db, read_only=True) as con:
+        months, incidents = (
+            con.execute(select_used(con, table)).df()
+            for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
+        )
+    through = months["month"].max() if len(months) else None
     window = f"complete months through {through:%Y-%m}" if through else "no complete month yet"
-    if kept:
-        context.log.info(f"inputs unchanged since the last estimate ({window}): the marts are kept")
-    else:
-        context.log.info(f"estimating from {window}; the month in progress is left out")
-        effects, study = _estimate(s, months, incidents, fp)
+    context.log.info(f"estimating from {window}; the month in progress is left out")
+    effects, study = _estimate(s, months, incidents)
     _log_effects(context, effects)
     yield dg.MaterializeResult(
         asset_key=EFFECT_KEY,
         metadata={
             **effect_metadata(effects),
-            "inputs_unchanged": kept,
-            "complete_months_through": str(through) if through else None,
+            "complete_months_through": str(through.date()) if through else None,
         },
     )
     yield dg.MaterializeResult(
@@ -134,20 +135,28 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         metadata={
             "dagster/row_count": len(study),
             "estimated_months": int(study["estimate"].notna().sum()),
-            "inputs_unchanged": kept,
         },
     )
 
 
-def _estimate(s, months, incidents, fp: str):
-    """Estimate; write both marts and the fingerprint `fp` of their inputs (one connection)."""
+def select_used(con, table: str) -> str:
+    """The select of `table`'s columns the estimators use (`prepare.USED_COLUMNS`); a used
+    column the table lacks is left out here, so `prepare` names it in its error."""
+    from pipelines.lib.effects.prepare import USED_COLUMNS
+
+    present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
+    columns = [f'"{c}"' for c in USED_COLUMNS[table] if c in present]
+    return f"select {', '.join(columns) or '*'} from {table}"
+
+
+def _estimate(s, months, incidents):
+    """Estimate and write both marts (one connection)."""
     from pipelines.lib import effects as estimators
 
     effects, study = estimators.analyse(months, incidents, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
         _write(con, "certification_effect", effects)
         _write(con, "certification_event_study", study)
-        fingerprint.remember(con, STEP, fp)
     return effects, study
 
 

@@ -7,6 +7,7 @@ as metadata, and fails (after keeping the good files) when a file could not be r
 # No `from __future__ import annotations` here: Dagster inspects the real type of `context`.
 import dagster as dg
 
+from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest import IngestResult, ingest_export, table_row_count
@@ -47,6 +48,9 @@ def failure_description(result: IngestResult) -> str:
     return "\n".join(lines)
 
 
+INGEST_CODE_VERSION = versions.source_version("pipelines.lib.ingest", "pipelines.lib.contracts")
+
+
 def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
     @dg.asset(
         name=export.name,
@@ -55,6 +59,7 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
         description=f"{export.description} Raw rows from `{export.folder}/{export.name}_*.csv`.",
         kinds={"duckdb", "csv"},
         retry_policy=INGEST_RETRY,
+        code_version=INGEST_CODE_VERSION,
         metadata={"contract_key": ", ".join(export.key), "folder": export.folder},
     )
     def _asset(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.MaterializeResult:
@@ -71,7 +76,11 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
             raise dg.Failure(
                 description=failure_description(result), metadata=metadata, allow_retries=False
             )
-        return dg.MaterializeResult(metadata=metadata)
+        # the deliveries the current rows come from: what the steps downstream depend on
+        version = versions.raw_data_version(s, export.name)
+        return dg.MaterializeResult(
+            metadata=metadata, data_version=dg.DataVersion(version) if version else None
+        )
 
     return _asset
 

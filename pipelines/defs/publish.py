@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from pipelines.defs import dbt, deliveries, effects, roi
+from pipelines.defs import dbt, deliveries, effects, roi, versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PublishError, publish
 
@@ -39,6 +39,7 @@ MART_KEYS = sorted(
     group_name="publish",
     deps=MART_KEYS,
     kinds={"duckdb"},
+    code_version=versions.source_version("pipelines.lib.publish"),
     description=(
         "warehouse/talent.duckdb: the analyst-facing file. Schema `marts` copied from the "
         "build file, checked for personal data, checkpointed, then swapped in atomically "
@@ -46,15 +47,25 @@ MART_KEYS = sorted(
     ),
     freshness_policy=dg.FreshnessPolicy.time_window(fail_window=FRESHNESS_WINDOW),
 )
-def published(context: dg.AssetExecutionContext, talent: TalentResource) -> dg.MaterializeResult:
+def published(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Publishes unless every mart is the one already published (`versions.assess`): a night
+    with nothing new leaves the analysts' file (and their open connections) alone."""
     s = talent.settings
+    verdict = versions.assess(context, exists=lambda key: s.published_db.exists())
+    if verdict.kept:
+        context.log.info(
+            f"every mart unchanged: {s.published_db} as published by run "
+            f"{', '.join(verdict.computed_in())} stays"
+        )
+        yield from versions.kept_results(context, verdict, "marts unchanged")
+        return
     try:
         result = publish(
             s.build_db, s.published_db, run_id=context.run_id, min_group_size=s.min_group_size
         )
     except PublishError as exc:
         raise dg.Failure(description=str(exc)) from exc
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(result.published_path)),
             "size_mb": round(result.size_bytes / 1e6, 2),

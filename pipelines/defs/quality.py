@@ -9,7 +9,10 @@ repeated row) never shows as a failed blocking check. The rules and their severi
 `pipelines/lib/quality/rules.py` (rendered in docs/data-quality.md).
 
 The raw checks share one step and the mart checks another, so that each group writes one Data
-Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset.
+Docs site (`<quality_dir>/data_docs/{raw,marts}/index.html`); both can run a subset. A suite is
+evaluated when its asset's data version or its rules changed since it last evaluated, or when
+its blocking check did not pass then (`pipelines/defs/versions.py`); otherwise its checks are
+not reported in this run (the UI keeps their last evaluation, with its run).
 Great Expectations runs in this process. Large exports are read and validated in parts, and
 the library's caches are emptied after each part (`pipelines/lib/quality/validation.py`), so the
 checks' memory stays flat as the company grows; a child process of their own (once used to hand
@@ -20,8 +23,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
-from pipelines.lib.quality.rules import MART_SUITES, RAW_SUITES, Severity
+from pipelines.lib.quality.rules import MART_SUITES, RAW_SUITES, Severity, rules_for
 
 CHECK_NAME = "quality_suite"  # ERROR rules: blocking
 WARN_CHECK_NAME = "quality_warnings"  # WARN rules: shown, never blocking
@@ -68,21 +72,37 @@ def _markdown(failures: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def to_check_results(result) -> list[dg.AssetCheckResult]:
+def rules_version(suite: str) -> str:
+    """What a suite's outcome depends on besides the data: its rules, the quality code and the
+    Great Expectations version."""
+    from importlib.metadata import version
+
+    from pipelines.lib.quality.kept import rules_fingerprint
+
+    return versions.combined(
+        rules_fingerprint(rules_for(suite)),
+        versions.source_version("pipelines.lib.quality"),
+        f"great_expectations {version('great_expectations')}",
+    )
+
+
+def to_check_results(result, checked: dict | None = None) -> list[dg.AssetCheckResult]:
     """One `SuiteResult` as its two Dagster check results: `quality_suite` (ERROR rules,
-    severity ERROR) and `quality_warnings` (WARN rules, severity WARN)."""
+    severity ERROR) and `quality_warnings` (WARN rules, severity WARN). `checked` (metadata)
+    names the data version and rules the suite evaluated."""
     meta = result.metadata()
     errors = [f for f in meta["failing_expectations"] if f["severity"] == str(Severity.ERROR)]
     warnings = [f for f in meta["failing_expectations"] if f["severity"] != str(Severity.ERROR)]
     return [
-        _check_result(result, meta, CHECK_NAME, dg.AssetCheckSeverity.ERROR, errors),
-        _check_result(result, meta, WARN_CHECK_NAME, dg.AssetCheckSeverity.WARN, warnings),
+        _check_result(result, meta, CHECK_NAME, dg.AssetCheckSeverity.ERROR, errors, checked),
+        _check_result(result, meta, WARN_CHECK_NAME, dg.AssetCheckSeverity.WARN, warnings, checked),
     ]
 
 
-def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
+def _check_result(result, meta: dict, name: str, severity, failing: list[dict], checked=None):
     rules = "ERROR" if severity == dg.AssetCheckSeverity.ERROR else "WARN"
     metadata: dict[str, object] = {
+        **(checked or {}),
         "suite": meta["suite"],
         "expectations_evaluated": meta["expectations_evaluated"],
         "expectations_failed": len(failing),
@@ -107,17 +127,44 @@ def _check_result(result, meta: dict, name: str, severity, failing: list[dict]):
     )
 
 
-def _selected(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -> list[str]:
-    keys = {k.asset_key for k in context.selected_asset_check_keys}
-    return [s.split(".", 1)[1] for s in suites if suite_asset_key(s) in keys]
+def _due(context: dg.AssetCheckExecutionContext, suites: tuple[str, ...]) -> dict[str, dict]:
+    """The selected suites to evaluate now, each with the metadata its results carry (the data
+    version and rules evaluated); the others are logged as kept with the run that evaluated
+    them."""
+    selected = set(context.selected_asset_check_keys)
+    due = {}
+    for suite in suites:
+        key = suite_asset_key(suite)
+        checks = [
+            dg.AssetCheckKey(key, name)
+            for name in (CHECK_NAME, WARN_CHECK_NAME)
+            if dg.AssetCheckKey(key, name) in selected
+        ]
+        if not checks:
+            continue
+        rules = rules_version(suite)
+        found = [versions.check_is_current(context.instance, c, rules) for c in checks]
+        if any(f.evaluate for f in found):
+            due[suite.split(".", 1)[1]] = {
+                versions.CHECKED_DATA_VERSION: found[0].data_version or "",
+                "rules_version": rules,
+            }
+        else:
+            context.log.info(
+                f"{suite}: data and rules unchanged since run {found[0].evaluated_in_run}, "
+                "whose evaluation stands (not evaluated again)"
+            )
+    return due
 
 
-def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetCheckResult]:
+def _emit(
+    context: dg.AssetCheckExecutionContext, results, checked: dict[str, dict]
+) -> Iterator[dg.AssetCheckResult]:
     """The selected checks of each suite's results (a subset may select one of the two)."""
     selected = set(context.selected_asset_check_keys)
     for result in results:
         context.log.info(result.summary())
-        for check in to_check_results(result):
+        for check in to_check_results(result, checked.get(result.suite.split(".", 1)[1])):
             if dg.AssetCheckKey(check.asset_key, check.check_name) in selected:
                 yield check
 
@@ -130,9 +177,12 @@ def _emit(context: dg.AssetCheckExecutionContext, results) -> Iterator[dg.AssetC
 def raw_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
+    due = _due(context, RAW_SUITES)
+    if not due:
+        return
     from pipelines.lib.quality.validation import run_raw_suites
 
-    yield from _emit(context, run_raw_suites(talent.settings, _selected(context, RAW_SUITES)))
+    yield from _emit(context, run_raw_suites(talent.settings, list(due)), due)
 
 
 @dg.multi_asset_check(
@@ -143,6 +193,9 @@ def raw_quality_suites(
 def mart_quality_suites(
     context: dg.AssetCheckExecutionContext, talent: TalentResource
 ) -> Iterator[dg.AssetCheckResult]:
+    due = _due(context, MART_SUITES)
+    if not due:
+        return
     from pipelines.lib.quality.validation import run_mart_suites
 
-    yield from _emit(context, run_mart_suites(talent.settings, _selected(context, MART_SUITES)))
+    yield from _emit(context, run_mart_suites(talent.settings, list(due)), due)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
+from pipelines.lib.project_files import STATIC_DIR, TEMPLATES_DIR
 from pipelines.lib.report.quarters import Quarter
 
 # First quarter a report can be asked for; earlier partitions would have no marts to read.
@@ -44,6 +46,10 @@ def quarter_of_partition(partition_key: str) -> str:
     partitions_def=quarterly_partitions,
     deps=[dg.AssetKey(["warehouse", "published"])],
     kinds={"html", "pdf"},
+    # rendered whenever it is asked for (a run of the report job); the version names the code
+    code_version=versions.source_version(
+        "pipelines.lib.report", str(TEMPLATES_DIR), str(STATIC_DIR)
+    ),
     description="Quarterly talent report for leadership (HTML + PDF) from the published marts.",
 )
 def quarterly_talent_report(

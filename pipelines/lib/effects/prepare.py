@@ -1,7 +1,8 @@
 """Input checks and normalisation of the two dbt models the estimators read.
 
-``intermediate.int_engineer_months`` (one row per engineer and month) and
-``intermediate.int_incident_responses`` (one row per incident, with its primary responder).
+``intermediate.int_engineer_months_complete`` (one row per engineer and complete month) and
+``intermediate.int_incident_responses_complete`` (one row per incident, with its primary
+responder), the complete months of ``int_engineer_months`` and ``int_incident_responses``.
 Pandas or Polars frames are accepted; every rejection names the table, row and column.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-ENGINEER_MONTHS = "intermediate.int_engineer_months"
-INCIDENT_RESPONSES = "intermediate.int_incident_responses"
+ENGINEER_MONTHS = "intermediate.int_engineer_months_complete"
+INCIDENT_RESPONSES = "intermediate.int_incident_responses_complete"
 ENGINEER_MONTH_COLUMNS = (
     "person_key",
     "month",

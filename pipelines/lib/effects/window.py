@@ -9,16 +9,17 @@ follow:
 * every figure is estimated from months whose data is complete (a month in progress counts
   every engineer's whole month as exposure while holding only part of its incidents);
 * a nightly run that only adds rows to the month in progress leaves the inputs of the
-  statistics as they were, so their fingerprint is unchanged and the published estimates are
-  kept (`pipelines/defs/effects.py`): the statistics are re-estimated once a month, or when a
+  statistics as they were, so their data version is unchanged and the published estimates are
+  kept (`pipelines/defs/versions.py`): the statistics are re-estimated once a month, or when a
   late delivery changes a complete month.
 
 A certification in the month in progress is not yet part of the window: an engineer first
 certified after the last complete month counts as not yet certified (``first_certified_month``
 is left empty), exactly as an estimate made on the last day of that month would have seen them.
 
-Both forms cut the same rows: `complete_month_queries` in SQL (what the pipeline reads and
-fingerprints), `complete_months` on frames (the validity harness, tests).
+The pipeline makes this cut in dbt (`intermediate.int_engineer_months_complete` and
+`int_incident_responses_complete`, which the statistics read); `complete_months` makes the same
+cut on frames for the validity harness, and a test holds the two to the same rows.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from __future__ import annotations
 from datetime import date
 
 import pandas as pd
-
-from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, USED_COLUMNS
 
 # the engineer-months column that looks beyond its own month
 FIRST_CERTIFIED = "first_certified_month"
@@ -45,35 +44,6 @@ def _as_date(value) -> date | None:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return None
     return pd.Timestamp(value).date()
-
-
-def complete_month_queries(con) -> tuple[date | None, dict[str, str]]:
-    """(last complete month, {table: select}) for the two inputs of the statistics.
-
-    Each select reads the columns the estimators use (`prepare.USED_COLUMNS`) of the rows of
-    complete months. A used column a table lacks is left out here, so `prepare` names it in its
-    error. With fewer than two months in the panel no month is complete and both selects are
-    empty (the metrics are then published as not estimable).
-    """
-    ((latest,),) = con.execute(f"select max(month) from {ENGINEER_MONTHS}").fetchall()
-    through = last_complete_month(_as_date(latest))
-    cut = f"date '{through.isoformat()}'" if through else "null"
-    where = {
-        ENGINEER_MONTHS: f"month <= {cut}",
-        # an incident without a month is kept: `prepare` counts it among those left out
-        INCIDENT_RESPONSES: f"(month is null or month <= {cut})",
-    }
-    queries = {}
-    for table, complete in where.items():
-        present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
-        columns = [
-            f"case when {c} <= {cut} then {c} end as {c}" if c == FIRST_CERTIFIED else f'"{c}"'
-            for c in USED_COLUMNS[table]
-            if c in present
-        ]
-        select = f"select {', '.join(columns) or '*'} from {table}"
-        queries[table] = f"{select} where {complete if through else 'false'}"
-    return through, queries
 
 
 def complete_months(

@@ -14,9 +14,8 @@ ones, so a correction clears the failure it corrects. What this gives up: a defe
 delivery whose keys a later delivery replaces is still reported (it was true of what was
 delivered) until that delivery itself is superseded.
 
-A run whose whole raw file, rules and code are those of the last run (a night without new
-files) reports the last run's outcomes of every suite without reading a row or starting Great
-Expectations (`OutcomeStore.last_run`); the Data Docs site of that run stays as it was.
+Whether a suite is evaluated at all is the project's one rule (`pipelines/defs/versions.py`):
+a night without new files evaluates no suite and starts no Great Expectations.
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ from typing import Any
 from pipelines.lib.quality.rules import Rule
 
 STORE_FILE = "raw_outcomes.json"
-# The store's entry for the last run's whole result (not a suite name: suites are "raw.<x>").
-LAST_RUN = "last_run"
 SAMPLE_SIZE = 10
 
 
@@ -92,15 +89,6 @@ class OutcomeStore:
             batches.append({"files": sorted(files), "outcomes": [to_json(o) for o in outcomes]})
         self.data[suite] = {"rules": fingerprint, "batches": batches}
 
-    def last_run(self, inputs: str) -> dict[str, list[dict[str, Any]]] | None:
-        """Every suite's outcomes of the last run, when it checked inputs with this
-        fingerprint (the whole raw file, the rules, the code); else None."""
-        last = self.data.get(LAST_RUN)
-        return last["results"] if last and last.get("inputs") == inputs else None
-
-    def record_run(self, inputs: str, results: dict[str, list[dict[str, Any]]]) -> None:
-        self.data[LAST_RUN] = {"inputs": inputs, "results": results}
-
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
@@ -118,11 +106,6 @@ def to_json(outcome: Any) -> dict[str, Any]:
         "locations": list(outcome.locations),
         "message": outcome.message,
     }
-
-
-def to_full_json(outcome: Any) -> dict[str, Any]:
-    """Every field of an outcome (`to_json` and its share of unexpected rows)."""
-    return {**to_json(outcome), "unexpected_percent": outcome.unexpected_percent}
 
 
 def merge(rule: Rule, parts: Sequence[dict[str, Any]], advice: Any) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from pipelines.lib.quality.frames import (
     active_files,
     read_mart_frames,
     read_raw_frames,
-    tables_in,
 )
 from pipelines.lib.quality.kept import (
     STORE_FILE,
@@ -34,7 +33,6 @@ from pipelines.lib.quality.kept import (
     Plan,
     merge,
     rules_fingerprint,
-    to_full_json,
     to_json,
 )
 from pipelines.lib.quality.rules import (
@@ -48,8 +46,6 @@ from pipelines.lib.quality.rules import (
 # Rows named per failing expectation (file and line), in results and Data Docs.
 SAMPLE_SIZE = 10
 DATA_DOCS_DIR = "data_docs"
-# the last run of the mart suites (the raw suites keep theirs in kept.STORE_FILE)
-MART_STORE_FILE = "mart_outcomes.json"
 
 
 @dataclass(frozen=True)
@@ -275,7 +271,6 @@ class _Validator:
         )
         self.context = gx.get_context(mode="ephemeral", project_config=config)
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        self.source = self.context.data_sources.add_pandas("talent_metrics")
         self.docs_dir = docs_dir
         if docs_dir is not None:
             self.context.add_data_docs_site(
@@ -308,14 +303,21 @@ class _Validator:
         # The whole suite at once: adding expectations one by one to a stored suite saves it
         # again after each one.
         suite = self.context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
-        batch = self.source.add_dataframe_asset(name).add_batch_definition_whole_dataframe(
-            "current"
-        )
+        # A data source of its own for each frame, deleted after the run: the library's
+        # execution engine (one per data source) caches the frame and every metric computed on
+        # it (row masks of each expectation) for its whole life, about 100 MB a part of
+        # 200,000 rows; dropping the source frees them, so the checks' memory stays flat while
+        # large exports are validated in parts.
+        source = self.context.data_sources.add_pandas(f"frame:{name}")
+        batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("current")
         vd = self.context.validation_definitions.add(
             gx.ValidationDefinition(name=name, data=batch, suite=suite)
         )
-        res = vd.run(batch_parameters={"dataframe": frame}, result_format=_result_format(frame))
-        self._release()
+        try:
+            res = vd.run(batch_parameters={"dataframe": frame}, result_format=_result_format(frame))
+        finally:
+            self.context.validation_definitions.delete(name)
+            self.context.data_sources.delete(source.name)
         outcomes = []
         for er in res.results:
             rule = by_name[er.expectation_config.meta["rule"]]
@@ -342,19 +344,6 @@ class _Validator:
             self.context.validation_results_store.set(key, res)
         order = {r.name: i for i, r in enumerate(rules)}
         return sorted(outcomes, key=lambda o: order[o.rule.name])
-
-    def _release(self) -> None:
-        """Forget the frame just validated. The datasource's execution engine caches every
-        batch's data and every metric computed on it (row masks of each expectation) for the
-        life of the context: about 100 MB a part of 200,000 rows, which made the checks' memory
-        grow with the company although the rows are read in parts. The validation result is
-        all that is needed afterwards."""
-        engine = self.source.get_execution_engine()
-        engine.batch_manager.reset_batch_cache()
-        engine.batch_manager.batch_data_cache.clear()
-        cache = getattr(engine, "_metric_cache", None)
-        if isinstance(cache, dict):
-            cache.clear()
 
     def build_docs(self) -> Path | None:
         if self.docs_dir is None:
@@ -416,97 +405,17 @@ def run_suites(
     return [SuiteResult(s, o, index) for s, o in results]
 
 
-def _code_and_rules(suites: Sequence[str]) -> tuple[str, ...]:
-    """What the outcomes of `suites` depend on besides the tables: the suites and their rules,
-    the project's library code, the Great Expectations version."""
-    from importlib.metadata import version
-
-    from pipelines.lib import fingerprint
-
-    return (
-        "\n".join(suites),
-        rules_fingerprint(r for suite in suites for r in rules_for(suite)),
-        fingerprint.package_source("pipelines.lib"),
-        f"great_expectations {version('great_expectations')}",
-    )
-
-
-def raw_inputs_fingerprint(raw_db: Path, suites: Sequence[str]) -> str | None:
-    """Everything the raw suites' outcomes depend on: the content of every table of the raw
-    file, the suites and their rules, the code. None when there is no raw file."""
-    from pipelines.lib import db, fingerprint
-
-    if not Path(raw_db).exists():
-        return None
-    with db.connect(raw_db, read_only=True) as con:
-        return fingerprint.all_tables_fingerprint(con, *_code_and_rules(suites))
-
-
-def mart_inputs_fingerprint(build_db: Path, suites: Sequence[str]) -> str | None:
-    """Everything the mart suites' outcomes depend on: the content of the marts they check
-    (which of them are missing), their rules, the code. None when there is no build file."""
-    from pipelines.lib import db, fingerprint
-
-    if not Path(build_db).exists():
-        return None
-    with db.connect(build_db, read_only=True) as con:
-        present = tables_in(con, "marts")
-        models = [s.split(".", 1)[1] for s in suites]
-        tables = [f'marts."{m}"' for m in models if m in present]
-        missing = "missing: " + ", ".join(m for m in models if m not in present)
-        return fingerprint.inputs_fingerprint(con, tables, missing, *_code_and_rules(suites))
-
-
-def _last_run_again(
-    store: OutcomeStore, inputs: str | None, suites: Sequence[str], docs_dir: Path
-) -> list[SuiteResult] | None:
-    """The last run's results of `suites` when it checked inputs with this fingerprint."""
-    last = store.last_run(inputs) if inputs is not None else None
-    if last is None or not set(suites) <= set(last):
-        return None
-    return _results_from_json(last, suites, docs_dir / "index.html")
-
-
-def _results_from_json(
-    results: dict[str, list[dict[str, Any]]], suites: Sequence[str], docs: Path
-) -> list[SuiteResult]:
-    out = []
-    for suite in suites:
-        rules = {r.name: r for r in rules_for(suite)}
-        outcomes = tuple(
-            Outcome(
-                rules[o["rule"]],
-                o["passed"],
-                observed_value=o["observed_value"],
-                unexpected_count=o["unexpected_count"],
-                unexpected_percent=o["unexpected_percent"],
-                element_count=o["element_count"],
-                locations=tuple(o["locations"]),
-                message=o["message"],
-            )
-            for o in results[suite]
-        )
-        out.append(SuiteResult(suite, outcomes, docs if docs.exists() else None))
-    return out
-
-
 def run_raw_suites(settings: Any, exports: Sequence[str] | None = None) -> list[SuiteResult]:
     """Validate the current rows of every raw export (or `exports`) in `settings.raw_db`.
 
     Each delivery's rows are validated once; later runs validate the new deliveries only and
-    report the kept outcomes of the earlier ones with them (`pipelines.lib.quality.kept`).
-    When nothing in the raw file changed since the last run (nor the rules or the code), the
-    last run's outcomes are reported as they were: no row is read, and Great Expectations is not
-    started. Data Docs go to `<quality_dir>/data_docs/raw/index.html` (the rows validated by the
-    run that last validated any).
+    report the outcomes of the earlier ones with them (`pipelines.lib.quality.kept`). Data Docs
+    go to `<quality_dir>/data_docs/raw/index.html` (the rows validated by the run that last
+    validated any).
     """
     suites = [f"raw.{e}" for e in exports] if exports is not None else list(RAW_SUITES)
     store = OutcomeStore(Path(settings.quality_dir) / STORE_FILE)
     docs_dir = Path(settings.quality_dir) / DATA_DOCS_DIR / "raw"
-    inputs = raw_inputs_fingerprint(settings.raw_db, suites)
-    again = _last_run_again(store, inputs, suites, docs_dir)
-    if again is not None:
-        return again
     plans: dict[str, tuple[Plan, list[str], str]] = {}
 
     def read(suite: str) -> Frames:
@@ -529,8 +438,6 @@ def run_raw_suites(settings: Any, exports: Sequence[str] | None = None) -> list[
         new = [o for o in result.outcomes if o.rule.batch == "rows"]
         store.record(result.suite, fingerprint, plan, files, new)
         merged.append(_with_kept(result, plan))
-    if inputs is not None:
-        store.record_run(inputs, {r.suite: [to_full_json(o) for o in r.outcomes] for r in merged})
     store.save()
     return merged
 
@@ -553,23 +460,10 @@ def _with_kept(result: SuiteResult, plan: Plan) -> SuiteResult:
 
 
 def run_mart_suites(settings: Any, models: Sequence[str] | None = None) -> list[SuiteResult]:
-    """Validate the key marts (or `models`) in `settings.build_db`, schema marts.
-
-    When the marts checked, the rules and the code are those of the last run, its outcomes are
-    reported as they were, without starting Great Expectations. Data Docs go to
-    `<quality_dir>/data_docs/marts/index.html`.
-    """
+    """Validate the key marts (or `models`) in `settings.build_db`, schema marts. Data Docs go
+    to `<quality_dir>/data_docs/marts/index.html`."""
     suites = [f"marts.{m}" for m in models] if models is not None else list(MART_SUITES)
     docs_dir = Path(settings.quality_dir) / DATA_DOCS_DIR / "marts"
-    store = OutcomeStore(Path(settings.quality_dir) / MART_STORE_FILE)
-    inputs = mart_inputs_fingerprint(settings.build_db, suites)
-    again = _last_run_again(store, inputs, suites, docs_dir)
-    if again is not None:
-        return again
-    results = run_suites(
+    return run_suites(
         suites, lambda s: read_mart_frames(settings.build_db, s.split(".", 1)[1]), docs_dir
     )
-    if inputs is not None:
-        store.record_run(inputs, {r.suite: [to_full_json(o) for o in r.outcomes] for r in results})
-        store.save()
-    return results

@@ -1,0 +1,196 @@
+"""The one rule for what a run rebuilds (`pipelines/defs/versions.py`), on a two-asset graph and
+on the project's own definitions: one input changed at a time."""
+
+# No `from __future__ import annotations`: Dagster inspects the type of `context`.
+from dataclasses import replace
+
+import dagster as dg
+import pytest
+
+from pipelines.defs import versions
+from pipelines.lib.settings import Settings
+
+UP = dg.AssetKey("upstream")
+DOWN = dg.AssetKey("downstream")
+
+
+def toy_graph(state: dict, code_version: str = "1"):
+    """`upstream` reports the data version in `state`; `downstream` follows the rule, counts
+    its computations and has a blocking check whose outcome `state` sets."""
+
+    @dg.asset(key=UP, code_version="u1")
+    def upstream() -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion(state["data"]))
+
+    @dg.asset(
+        key=DOWN,
+        deps=[UP],
+        code_version=code_version,
+        check_specs=[dg.AssetCheckSpec("rows_ok", asset=DOWN, blocking=True)],
+    )
+    def downstream(context: dg.AssetExecutionContext):
+        verdict = versions.assess(context, exists=lambda key: state["exists"])
+        state["reasons"] = verdict.reasons()
+        if verdict.kept:
+            yield from versions.kept_results(context, verdict, "unchanged")
+            return
+        state["computed"] += 1
+        yield dg.MaterializeResult(
+            check_results=[dg.AssetCheckResult(check_name="rows_ok", passed=state["check_ok"])]
+        )
+
+    return [upstream, downstream]
+
+
+def run(instance, state, **graph):
+    result = dg.materialize(toy_graph(state, **graph), instance=instance, raise_on_error=False)
+    (mat,) = [m for m in result.asset_materializations_for_node("downstream")]
+    checks = [e.check_name for e in result.get_asset_check_evaluations()]
+    return result, {k: getattr(v, "value", v) for k, v in mat.metadata.items()}, checks
+
+
+@pytest.fixture
+def instance():
+    with dg.DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+@pytest.fixture
+def state():
+    return {"data": "a", "exists": True, "check_ok": True, "computed": 0, "reasons": ""}
+
+
+def test_an_unchanged_asset_is_kept_naming_the_run_that_computed_it(instance, state):
+    first, meta, checks = run(instance, state)
+    assert state["computed"] == 1 and checks == ["rows_ok"] and state["reasons"]
+    second, meta, checks = run(instance, state)
+    assert state["computed"] == 1  # not computed again
+    assert meta[versions.KEPT_FROM_RUN] == first.run_id
+    # its check was not evaluated again: it is not reported as passed in the second run
+    assert checks == []
+    third, meta, _ = run(instance, state)
+    assert meta[versions.KEPT_FROM_RUN] == first.run_id  # still the run that computed it
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda state, graph: state.update(data="b"), "new data in upstream"),
+        (lambda state, graph: graph.update(code_version="2"), "code or settings changed"),
+        (lambda state, graph: state.update(exists=False), "its table is missing"),
+    ],
+    ids=["upstream data", "code version", "table deleted"],
+)
+def test_each_input_alone_makes_the_asset_computed_again(instance, state, change, reason):
+    graph: dict = {}
+    run(instance, state)
+    change(state, graph)
+    _, meta, checks = run(instance, state, **graph)
+    assert state["computed"] == 2 and reason in state["reasons"]
+    assert versions.KEPT_FROM_RUN not in meta and checks == ["rows_ok"]
+    run(instance, state, **graph)
+    assert state["computed"] == 2 or reason == "its table is missing"
+
+
+def test_a_failed_blocking_check_is_evaluated_again_not_kept(instance, state):
+    state["check_ok"] = False
+    run(instance, state)
+    _, _, checks = run(instance, state)
+    # same data, but the check that blocked did not pass: computed and checked again
+    assert state["computed"] == 2 and checks == ["rows_ok"]
+    assert "rows_ok did not pass" in state["reasons"]
+    state["check_ok"] = True
+    run(instance, state)
+    run(instance, state)
+    assert state["computed"] == 3  # once it passed, the asset is kept
+
+
+def test_a_check_is_evaluated_only_when_its_data_or_rules_changed(instance, state):
+    calls = []
+
+    @dg.asset_check(asset=UP, blocking=True)
+    def up_ok(context: dg.AssetCheckExecutionContext):
+        key = dg.AssetCheckKey(UP, "up_ok")
+        found = versions.check_is_current(context.instance, key, state.get("rules", "r1"))
+        if not found.evaluate:
+            return
+        calls.append(found.data_version)
+        yield dg.AssetCheckResult(
+            passed=state["check_ok"],
+            metadata={
+                versions.CHECKED_DATA_VERSION: found.data_version,
+                "rules_version": state.get("rules", "r1"),
+            },
+        )
+
+    def go():
+        graph = toy_graph(state)[:1]
+        return dg.materialize([*graph, up_ok], instance=instance, raise_on_error=False)
+
+    go()
+    go()
+    assert len(calls) == 1  # same data version: the first evaluation stands
+    state["data"] = "b"
+    go()
+    assert len(calls) == 2
+    state["rules"] = "r2"
+    go()
+    assert len(calls) == 3
+    state["check_ok"] = False
+    state["data"] = "c"
+    go()
+    go()
+    assert len(calls) == 5  # a failed blocking check is evaluated every time
+
+
+def test_content_versions_follow_the_content_not_the_row_order():
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("create table t as select * from (values (1, 'a'), (2, 'b')) v(i, s)")
+        first = versions.content_version(con, "select * from t")
+        con.execute(
+            "create or replace table t as select * from (values (2, 'b'), (1, 'a')) v(i, s)"
+        )
+        assert versions.content_version(con, "select * from t") == first
+        con.execute("insert into t values (3, 'c')")
+        assert versions.content_version(con, "select * from t") != first
+
+
+def code_versions(settings: Settings) -> dict[str, str]:
+    from pipelines.defs import build_definitions
+
+    graph = build_definitions(settings).resolve_asset_graph()
+    return {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
+
+
+def test_each_setting_changes_the_code_version_of_what_reads_it(tmp_path):
+    assumptions = tmp_path / "assumptions.yaml"
+    from pipelines.lib.project_files import default_assumptions_file
+
+    assumptions.write_text(default_assumptions_file().read_text())
+    base = Settings(
+        sources_dir=tmp_path, warehouse_dir=tmp_path / "wh", assumptions_file=assumptions
+    )
+    before = code_versions(base)
+    assert all(before[k] for k in before if not k.startswith("raw/manifest"))
+    changed = {
+        "key": code_versions(replace(base, pseudonym_key="another key")),
+        "group size": code_versions(replace(base, min_group_size=7)),
+    }
+    # the folders are not an input: a warehouse at another path is built the same way
+    assert code_versions(replace(base, warehouse_dir=tmp_path / "elsewhere")) == before
+    assumptions.write_text(assumptions.read_text() + "\n# an edited assumption file\n")
+    changed["assumptions"] = code_versions(base)
+    moved = {name: {k for k in before if after[k] != before[k]} for name, after in changed.items()}
+    # the key changes every dbt model, nothing that only reads the marts
+    assert "staging/stg_hris__employees" in moved["key"]
+    assert "marts/certification_effect" not in moved["key"]
+    assert "marts/roi_summary" not in moved["key"]
+    # the assumptions change the ROI tables and nothing of dbt or the statistics
+    assert "marts/roi_summary" in moved["assumptions"]
+    assert not any(k.startswith(("staging/", "marts/certification")) for k in moved["assumptions"])
+    # the minimum group size reaches dbt, the statistics and publishing
+    assert {"marts/attrition", "marts/certification_effect", "warehouse/published"} <= moved[
+        "group size"
+    ]
