@@ -83,7 +83,7 @@ class Progress:
 
     def _line(self, now: float, step_key: str, text: str) -> None:
         print(
-            f"[{now - self.t0:5.0f} s] {stage_of(step_key):<11}{step_key:<34}{text}",
+            f"[{now - self.t0:5.0f} s] {stage_of(step_key):<11}{step_key:<34} {text}",
             file=self.out or sys.stderr,
             flush=True,
         )

@@ -104,3 +104,60 @@ def test_the_dbt_plugin_loads_without_dagster():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]"
+
+
+FOREIGN = {"dagster", "dagster_dbt", "dbt", "great_expectations"}
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Where a module uses a private (`_`-prefixed) name of Dagster, dagster-dbt, dbt-core or
+    Great Expectations: an import from a private module, a private attribute of an object that
+    is not the module's own (`self`, `cls`), or a private method defined in a subclass of one of
+    their classes (an override of an internal)."""
+    tree = ast.parse(path.read_text(), str(path))
+    foreign_names: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] in FOREIGN:
+                foreign_names |= {a.asname or a.name for a in node.names}
+                if any(p.startswith("_") for p in parts[1:]):
+                    found.append(f"{node.lineno}: from {node.module} import ...")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] in FOREIGN:
+                    foreign_names.add(alias.asname or parts[0])
+                    if any(p.startswith("_") for p in parts[1:]):
+                        found.append(f"{node.lineno}: import {alias.name}")
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and ast.unparse(node.value) not in {"self", "cls"}
+        ):
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.ClassDef):
+            bases = {ast.unparse(b).split(".")[0] for b in node.bases}
+            if bases & foreign_names:
+                for item in node.body:
+                    is_def = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    if is_def and item.name.startswith("_") and not item.name.startswith("__"):
+                        found.append(f"{item.lineno}: {node.name}.{item.name} overrides")
+    return found
+
+
+def test_no_private_names_of_dagster_dbt_or_great_expectations():
+    """Private names are internals an upgrade changes without notice (docs/architecture.md:
+    "Other projects' internals")."""
+    uses = {
+        str(p.relative_to(ROOT)): found for p in _modules(PIPELINES) if (found := _private_uses(p))
+    }
+    assert uses == {}, uses
+
+
+def test_the_private_name_check_sees_each_kind_of_use():
+    probe = ROOT / "tests" / "fixtures" / "private_names.py"
+    assert sorted(int(u.split(":")[0]) for u in _private_uses(probe)) == [3, 4, 9, 13]

@@ -6,6 +6,8 @@ tests/test_incremental.py; the session fixture `bench_run` (tests/conftest.py) r
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import BENCH_EMPLOYEES as EMPLOYEES
@@ -145,3 +147,50 @@ def test_plain_script_computes_the_figures_of_the_marts(bench_run, mart):
         got = con.sql(f"select * from {mart} order by 1").pl()
     assert expected.height > 0 and expected.select(expected.columns[1]).sum().item() > 0
     assert_frame_equal(got, expected, check_dtypes=False)
+
+
+def _size(n: int, full_cpu: float, plain_cpu: float, peak: float, wall: float = 60.0) -> dict:
+    run = {"cpu_s": full_cpu, "wall_s": wall, "peak_rss_mb": peak}
+    return {
+        "full": run,
+        "incremental": {**run, "wall_s": wall / 10},
+        "plain_script": {"cpu_s": plain_cpu},
+        "generate_s": 30.0,
+    }
+
+
+def test_the_scale_summary_prices_what_grows_with_the_data_against_the_plain_script():
+    sizes = {
+        50_000: _size(50_000, 75.0, 4.0, 1300.0),
+        200_000: _size(200_000, 210.0, 14.0, 2200.0),
+        1_000_000: _size(1_000_000, 1288.0, 93.0, 8200.0, wall=1090.0),
+    }
+    out = bench.scale_summary(sizes)
+    # (210 - 75) / (14 - 4) and (1288 - 210) / (93 - 14)
+    assert out["marginal_cost_ratio"] == 13.5
+    assert out["marginal_cost_ratio_200000_to_1000000"] == round(1078 / 79, 2)
+    t = out["targets"]
+    assert not t["marginal_cost_ratio_at_most_4"]["met"]
+    assert not t["full_run_at_1000000_under_15_min"]["met"]  # 1,090 s
+    assert not t["peak_rss_at_1000000_under_6_gb"]["met"]
+    assert t["one_day_nightly_at_1000000_under_2_min"]["met"]  # 109 s
+    # 900 MB for 150,000 more people (6 MB per 1,000), then 6,000 MB for 800,000 more (7.5)
+    assert out["memory_mb_per_1000_more_employees"] == [6.0, 7.5]
+    assert not t["memory_grows_no_faster_than_linearly"]["met"]
+    assert out["memory_mb_per_1000_employees"]["50000"] == 26.0
+
+
+def test_the_sampler_gives_each_step_its_time_cpu_and_peak_memory(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("[    1 s] ingest     raw__employees                     done in 1.0 s\n")
+    sampler = bench.TreeRssSampler(os.getpid(), log)
+    sampler._new_step_ends(1.0)  # the sampler sees each line when it appears
+    with open(log, "a") as fh:
+        fh.write("[    4 s] dbt        warehouse_dbt                      started\n")
+        fh.write("[    6 s] dbt        warehouse_dbt                      done in 2.0 s\n")
+    sampler._new_step_ends(6.0)
+    # samples (seconds, RSS bytes, CPU seconds) as the thread would have taken them
+    sampler.series = [(t / 10, (500 if 40 <= t <= 60 else 100) * 10**6, t / 20) for t in range(70)]
+    steps = sampler.steps()
+    assert steps["warehouse_dbt"] == {"wall_s": 2.0, "cpu_s": 1.0, "peak_rss_mb": 500.0}
+    assert steps["raw__employees"]["peak_rss_mb"] == 100.0

@@ -80,13 +80,19 @@ def phase_of(step_key: str) -> str:
 
 class TreeRssSampler:
     """Peak resident memory of a process and all its descendants, sampled every 0.1 s, and
-    where it was: each process's share and the run's last progress line at that moment."""
+    where it was: each process's share and the run's last progress line at that moment. It
+    also keeps the process tree's memory and CPU seconds over time and reads the run's progress
+    lines as they appear, so that each step (a line "... done in 2.1 s") gets its own wall time,
+    CPU seconds and peak memory (`steps`)."""
 
     def __init__(self, pid: int, log: Path | None = None) -> None:
         self.root = psutil.Process(pid)
         self.log = log
         self.peak = 0
         self.peak_where: dict = {}
+        self.series: list[tuple[float, int, float]] = []  # (seconds, tree RSS, tree CPU s)
+        self.ends: list[tuple[str, float, float]] = []  # (step, end second, wall seconds)
+        self._offset = 0
         self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -99,26 +105,67 @@ class TreeRssSampler:
             lines = [ln for ln in fh.read().decode(errors="replace").splitlines() if "] " in ln]
         return lines[-1].strip() if lines else ""
 
+    def _new_step_ends(self, now: float) -> None:
+        """Steps whose "done in X s" (or "FAILED in X s") line appeared since the last look."""
+        if self.log is None or not self.log.exists():
+            return
+        with open(self.log, "rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 6 and parts[-1] == "s" and parts[-3] == "in":
+                with contextlib.suppress(ValueError):
+                    self.ends.append((parts[-5], now, float(parts[-2])))
+
     def _run(self) -> None:
         while not self._stop.is_set():
+            now = time.monotonic() - self._t0
             try:
                 procs = [self.root, *self.root.children(recursive=True)]
                 sizes = []
+                cpu = 0.0
                 for p in procs:
                     with contextlib.suppress(psutil.Error):
                         words = [Path(w).name if os.path.isabs(w) else w for w in p.cmdline()[1:4]]
                         sizes.append((" ".join(words)[:60], p.memory_info().rss))
+                        times = p.cpu_times()
+                        cpu += times.user + times.system
+                        if p.pid == self.root.pid:  # children it waited for (dbt, docs)
+                            cpu += times.children_user + times.children_system
                 total = sum(rss for _, rss in sizes)
+                self.series.append((now, total, cpu))
                 if total > self.peak:
                     self.peak = total
                     self.peak_where = {
-                        "seconds_into_run": round(time.monotonic() - self._t0, 1),
+                        "seconds_into_run": round(now, 1),
                         "last_progress_line": self._last_progress_line(),
                         "processes_mb": [[name, round(rss / 1e6)] for name, rss in sizes],
                     }
             except psutil.Error:
                 pass
+            self._new_step_ends(now)
             self._stop.wait(0.1)
+
+    def steps(self) -> dict[str, dict[str, float]]:
+        """step -> wall seconds (as the run printed them), CPU seconds and peak RSS (MB) of the
+        process tree while it ran (sampled: accurate to a few tenths of a second)."""
+        out = {}
+        for step, end, wall in self.ends:
+            start = end - wall
+            before = [cpu for t, _, cpu in self.series if t <= start + 1e-9]
+            upto = [cpu for t, _, cpu in self.series if t <= end + 1e-9]
+            window = [rss for t, rss, _ in self.series if start - 1e-9 <= t <= end + 1e-9]
+            if not window or not upto:
+                continue
+            out[step] = {
+                "wall_s": round(wall, 2),
+                "cpu_s": round(max(0.0, upto[-1] - (before[-1] if before else 0.0)), 2),
+                "peak_rss_mb": round(max(window) / 1e6, 1),
+            }
+        return out
 
     def __enter__(self):
         self._thread.start()
@@ -127,6 +174,7 @@ class TreeRssSampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._new_step_ends(time.monotonic() - self._t0)
 
 
 # Imported once before timing so that their bytecode is cached (see the module docstring).
@@ -232,6 +280,8 @@ def run_pipeline(
         "peak_rss_mb": round(sampler.peak / 1e6, 1),
         "peak_rss_where": sampler.peak_where,
         "phases_s": {k: round(v, 2) for k, v in phases.items()},
+        # each step's wall time, CPU seconds and peak memory of the process tree
+        "steps": sampler.steps(),
         # assets whose code and inputs had not changed: kept as an earlier run computed them
         "kept": kept,
     }
@@ -489,6 +539,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_false",
         help="leave out the run of the bundled sample (the fixed floor)",
     )
+    ap.add_argument(
+        "--scale",
+        action="store_true",
+        help="the scale run instead: each of --scale-sizes generated and run end to end, with "
+        "the plain script beside it (most of an hour); writes `scale_run` into --results",
+    )
+    ap.add_argument(
+        "--scale-sizes",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=list(SCALE_SIZES),
+        help="employees of each company of the scale run (default 50000,200000,1000000)",
+    )
     ap.add_argument("--work", type=Path, default=PROJECT_ROOT / "bench" / "scratch")
     ap.add_argument("--results", type=Path, default=PROJECT_ROOT / "bench" / "results.json")
     return ap.parse_args(argv)
@@ -526,6 +588,10 @@ def prepare_company(args: argparse.Namespace) -> tuple[Path, Path, list[Path], f
         )
         generate_s = round(time.monotonic() - t0, 1)
         stamp.write_text(json.dumps(params))
+        (work / "generate.json").write_text(json.dumps({"generate_s": generate_s}))
+    elif (work / "generate.json").exists():
+        # the company of an earlier benchmark: the time it took to generate
+        generate_s = json.loads((work / "generate.json").read_text())["generate_s"]
     # hold back the last day's files (and put back any held back by an interrupted benchmark)
     day = str(args.end_date)
     for f in sorted(pending.rglob("*.csv")) if pending.exists() else []:
@@ -546,8 +612,156 @@ def prepare_company(args: argparse.Namespace) -> tuple[Path, Path, list[Path], f
     return sources, pending, held, generate_s, params
 
 
+SCALE_SIZES = (50_000, 200_000, 1_000_000)
+# The scale run's targets (2 cores, 24 GB): at the largest size the full run under 15 minutes
+# and 6 GB, the one-day nightly under 2 minutes, the generator under 20 minutes; the
+# data-proportional cost at most 4 times the plain script's; memory no faster than linear.
+SCALE_TARGETS = {"full_wall_s": 900, "peak_rss_mb": 6000, "nightly_wall_s": 120, "generate_s": 1200}
+
+
+def measure_company(args: argparse.Namespace, employees: int) -> dict:
+    """One company of the scale run: generated (or its cached copy), run in full, one day
+    more, a night without files, and the plain script on the same files."""
+    sub = argparse.Namespace(**{**vars(args), "employees": employees})
+    sub.work = args.work / f"scale-{employees}"
+    sources, pending, held, generate_s, params = prepare_company(sub)
+    work = sub.work
+    warm_bytecode(work)
+    warehouse = work / "warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    print(f"{employees:,}: full run ...", flush=True)
+    full = run_pipeline(sources, warehouse, work / "full-run.log", work)
+    for f in sorted(pending.rglob("*.csv")):
+        f.replace(sources / f.relative_to(pending))
+    print(f"{employees:,}: one-day nightly ...", flush=True)
+    nightly = run_pipeline(sources, warehouse, work / "incremental-run.log", work, report=False)
+    print(f"{employees:,}: nightly without new files ...", flush=True)
+    unchanged = run_pipeline(sources, warehouse, work / "unchanged-run.log", work, report=False)
+    print(f"{employees:,}: plain script ...", flush=True)
+    plain = run_plain_script(sources, work)
+    gt = json.loads((sources / "ground_truth.json").read_text())
+    return {
+        "employees": employees,
+        "infrastructure_engineers": gt.get("counts", {}).get("infra_engineers"),
+        "generate_s": generate_s,
+        "full": full,
+        "incremental": nightly,
+        "unchanged": unchanged,
+        "plain_script": plain,
+        "params": params,
+    }
+
+
+def scale_summary(sizes: dict[int, dict]) -> dict:
+    """What the scale run shows: the marginal cost against the plain script, memory per
+    employee, and the targets at the largest size."""
+    ordered = sorted(sizes)
+    small, large = ordered[0], ordered[-1]
+
+    def marginal(a: int, b: int) -> float | None:
+        plain = sizes[b]["plain_script"]["cpu_s"] - sizes[a]["plain_script"]["cpu_s"]
+        full = sizes[b]["full"]["cpu_s"] - sizes[a]["full"]["cpu_s"]
+        return round(full / plain, 2) if plain > 0 else None
+
+    out: dict = {
+        "memory_mb_per_1000_employees": {
+            str(n): round(1000 * sizes[n]["full"]["peak_rss_mb"] / n, 3) for n in ordered
+        },
+    }
+    if 200_000 in sizes and small < 200_000:
+        out["marginal_cost_ratio"] = marginal(small, 200_000)
+    if len(ordered) > 1:
+        out[f"marginal_cost_ratio_{ordered[-2]}_to_{large}"] = marginal(ordered[-2], large)
+    biggest = sizes[large]
+    # memory per 1,000 more employees between consecutive sizes: linear growth keeps it flat
+    per_more = [
+        1000 * (sizes[b]["full"]["peak_rss_mb"] - sizes[a]["full"]["peak_rss_mb"]) / (b - a)
+        for a, b in zip(ordered, ordered[1:], strict=False)
+    ]
+    out["memory_mb_per_1000_more_employees"] = [round(m, 3) for m in per_more]
+    checks = {
+        f"full_run_at_{large}_under_15_min": (biggest["full"]["wall_s"], "< 900 s"),
+        f"peak_rss_at_{large}_under_6_gb": (biggest["full"]["peak_rss_mb"], "< 6000 MB"),
+        f"one_day_nightly_at_{large}_under_2_min": (biggest["incremental"]["wall_s"], "< 120 s"),
+        f"generator_at_{large}_under_20_min": (biggest["generate_s"], "< 1200 s"),
+    }
+    limits = {
+        f"full_run_at_{large}_under_15_min": SCALE_TARGETS["full_wall_s"],
+        f"peak_rss_at_{large}_under_6_gb": SCALE_TARGETS["peak_rss_mb"],
+        f"one_day_nightly_at_{large}_under_2_min": SCALE_TARGETS["nightly_wall_s"],
+        f"generator_at_{large}_under_20_min": SCALE_TARGETS["generate_s"],
+    }
+    targets = {
+        name: {"measured": m, "target": t, "met": bool(m < limits[name])}
+        for name, (m, t) in checks.items()
+    }
+    targets["memory_grows_no_faster_than_linearly"] = {
+        "measured": out["memory_mb_per_1000_more_employees"],
+        "target": "MB per 1,000 more employees does not rise from size to size (10 % slack)",
+        "met": all(b <= 1.1 * a for a, b in zip(per_more, per_more[1:], strict=False)),
+    }
+    if out.get("marginal_cost_ratio") is not None:
+        targets["marginal_cost_ratio_at_most_4"] = {
+            "measured": out["marginal_cost_ratio"],
+            "target": "<= 4",
+            "met": out["marginal_cost_ratio"] <= 4,
+        }
+    out["targets"] = targets
+    return out
+
+
+def _scale_table(sizes: dict[int, dict]) -> str:
+    """Where the time and the memory go at each size: each phase's wall seconds of the full
+    run, then the run's CPU, wall and peak memory, and the plain script's CPU."""
+    ordered = sorted(sizes)
+    rows = [("", *(f"{n:,}" for n in ordered))]
+    for p in PHASES:
+        rows.append((f"{p} (s)", *(f"{sizes[n]['full']['phases_s'][p]:.0f}" for n in ordered)))
+    rows += [
+        ("full run, wall (s)", *(f"{sizes[n]['full']['wall_s']:.0f}" for n in ordered)),
+        ("full run, CPU (s)", *(f"{sizes[n]['full']['cpu_s']:.0f}" for n in ordered)),
+        ("peak RSS (MB)", *(f"{sizes[n]['full']['peak_rss_mb']:.0f}" for n in ordered)),
+        (
+            "one-day nightly, wall (s)",
+            *(f"{sizes[n]['incremental']['wall_s']:.0f}" for n in ordered),
+        ),
+        (
+            "night without files, wall (s)",
+            *(f"{sizes[n]['unchanged']['wall_s']:.0f}" for n in ordered),
+        ),
+        ("plain script, CPU (s)", *(f"{sizes[n]['plain_script']['cpu_s']:.0f}" for n in ordered)),
+        ("generator (s)", *(f"{sizes[n]['generate_s']:.0f}" for n in ordered)),
+    ]
+    width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows)
+
+
+def main_scale(args: argparse.Namespace) -> dict:
+    """The scale run: `scale_run` in --results (the rest of the file is kept)."""
+    sizes = {n: measure_company(args, n) for n in args.scale_sizes}
+    summary = scale_summary(sizes)
+    results = json.loads(args.results.read_text()) if args.results.exists() else {}
+    results["scale_run"] = {
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "sizes": {str(n): r for n, r in sizes.items()},
+        **summary,
+    }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(_scale_table(sizes))
+    for key, value in summary.items():
+        if key.startswith("marginal") or key.startswith("memory"):
+            print(f"{key}: {value}")
+    for name, t in summary["targets"].items():
+        print(f"{'met ' if t['met'] else 'MISSED'}  {name}: {t['measured']} (target {t['target']})")
+    print(f"wrote {args.results} (scale_run)")
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = _parse_args(argv)
+    if args.scale:
+        return main_scale(args)
     work: Path = args.work
     sources, pending, held, generate_s, params = prepare_company(args)
     print("caching bytecode of the heavy modules ...", flush=True)

@@ -86,6 +86,12 @@ def dbt_resource(project: DbtProject | None = None) -> ProjectDbtCliResource:
     """The dbt of this environment, run in the project (this one by default) with its own
     profile."""
     project = project or dbt_project
+    if os.environ.get("TALENT_MEASURE_PLAIN_DBT"):  # measurement only, not committed
+        return DbtCliResource(
+            project_dir=project,
+            profiles_dir=os.fspath(project.profiles_dir or project.project_dir),
+            dbt_executable=DBT_EXECUTABLE,
+        )
     return ProjectDbtCliResource(
         project_dir=project,
         profiles_dir=os.fspath(project.profiles_dir or project.project_dir),
