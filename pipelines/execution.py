@@ -126,16 +126,21 @@ def _short(message: str, limit: int = 300) -> str:
 
 def instance_for(settings: Settings):
     """The Dagster instance a run records in: `$DAGSTER_HOME` when set (the instance the UI and
-    the daemon share), else `<warehouse>/dagster/`. Its records (code and data versions of
-    every asset) decide what the next run keeps, so a warehouse needs the same instance from
-    night to night."""
+    the daemon share), else `<warehouse>/dagster/`, set up with the project's `dagster.yaml`.
+    Its records (code and data versions of every asset) decide what the next run keeps, so a
+    warehouse needs the same instance from night to night."""
     import dagster as dg
+
+    from pipelines.lib.project_files import ROOT
 
     if os.environ.get("DAGSTER_HOME"):
         Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
         return dg.DagsterInstance.get()
     home = settings.warehouse_dir / "dagster"
     home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists() and (ROOT / "dagster.yaml").exists():
+        config.write_text((ROOT / "dagster.yaml").read_text())
     return dg.DagsterInstance.local_temp(tempdir=str(home))
 
 

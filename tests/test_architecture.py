@@ -149,13 +149,20 @@ def _private_uses(path: Path) -> list[str]:
     return found
 
 
+# The one module allowed private names: docs/architecture.md ("Other projects' internals") gives
+# its measured gain, the public API that would replace it and the tests that notice an upgrade.
+PRIVATE_ALLOWED = {"pipelines/instance_storage.py"}
+
+
 def test_no_private_names_of_dagster_dbt_or_great_expectations():
     """Private names are internals an upgrade changes without notice (docs/architecture.md:
     "Other projects' internals")."""
     uses = {
         str(p.relative_to(ROOT)): found for p in _modules(PIPELINES) if (found := _private_uses(p))
     }
-    assert uses == {}, uses
+    assert set(uses) == PRIVATE_ALLOWED, uses
+    documented = (ROOT / "docs" / "architecture.md").read_text()
+    assert all(path in documented for path in PRIVATE_ALLOWED)
 
 
 def test_the_private_name_check_sees_each_kind_of_use():

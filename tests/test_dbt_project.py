@@ -313,3 +313,23 @@ def test_a_stale_project_is_parsed_once_with_the_run_s_own_profile(tmp_path):
 
     out = parse(settings)
     assert "Unable to do partial parsing" not in out, out
+
+
+def test_talent_dbt_answers_version_as_dbt_does_and_runs_dbt_otherwise():
+    """dagster-dbt asks its executable `--version` to tell dbt-core from Fusion; `talent-dbt`
+    answers from the package metadata (no dbt start-up) with the version plain dbt prints."""
+    import re
+    import subprocess
+
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE
+
+    assert Path(DBT_EXECUTABLE).name == "talent-dbt"
+    plain = Path(DBT_EXECUTABLE).with_name("dbt")
+
+    def found(cmd: list[str]) -> str:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return re.search(r"(\d+\.\d+\.\d+)", out).group(1)  # dagster-dbt's own pattern
+
+    assert found([DBT_EXECUTABLE, "--version"]) == found([str(plain), "--version"])
+    ran = subprocess.run([DBT_EXECUTABLE, "list", "--help"], capture_output=True, text=True)
+    assert ran.returncode == 0 and "--resource-type" in ran.stdout

@@ -11,11 +11,9 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from functools import cached_property
 from pathlib import Path
 
 from dagster_dbt import DbtCliResource, DbtProject
-from packaging import version
 
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
@@ -36,8 +34,11 @@ def build_args(settings: Settings) -> list[str]:
 
 
 # dbt in this environment, by path: cron, systemd and containers start the product with a bare
-# PATH on which a plain `dbt` is not found.
-DBT_EXECUTABLE = str(Path(sys.executable).parent / "dbt")
+# PATH on which a plain `dbt` is not found. `talent-dbt` is that dbt, answering `--version`
+# without starting it (`pipelines.lib.dbt_command`); an environment installed before the script
+# existed uses plain dbt.
+_BIN = Path(sys.executable).parent
+DBT_EXECUTABLE = str(_BIN / "talent-dbt") if (_BIN / "talent-dbt").exists() else str(_BIN / "dbt")
 
 
 @contextlib.contextmanager
@@ -61,38 +62,11 @@ def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-class ProjectDbtCliResource(DbtCliResource):
-    """`DbtCliResource` that knows which dbt it runs and needs no adapter of its own.
-
-    Before every invocation dagster-dbt starts `dbt --version` in a subprocess (about 2 s, a
-    second dbt start-up each night) to tell dbt-core from the Fusion engine. This project runs
-    the dbt-core pinned in uv.lock, in this same environment, so the version is read from it.
-    """
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        from dbt.version import __version__ as dbt_version
-
-        return version.parse(dbt_version)
-
-    def _initialize_dbt_core_adapter(self, args):
-        """No adapter in this process: dagster-dbt builds one (loading the profile, dbt-duckdb
-        and every macro, 2-3 s) only to fetch column metadata and row counts, which the project
-        does not ask for. dbt itself runs in its own process with its own adapter."""
-        return None
-
-
-def dbt_resource(project: DbtProject | None = None) -> ProjectDbtCliResource:
+def dbt_resource(project: DbtProject | None = None) -> DbtCliResource:
     """The dbt of this environment, run in the project (this one by default) with its own
     profile."""
     project = project or dbt_project
-    if os.environ.get("TALENT_MEASURE_PLAIN_DBT"):  # measurement only, not committed
-        return DbtCliResource(
-            project_dir=project,
-            profiles_dir=os.fspath(project.profiles_dir or project.project_dir),
-            dbt_executable=DBT_EXECUTABLE,
-        )
-    return ProjectDbtCliResource(
+    return DbtCliResource(
         project_dir=project,
         profiles_dir=os.fspath(project.profiles_dir or project.project_dir),
         dbt_executable=DBT_EXECUTABLE,
