@@ -167,4 +167,4 @@ def test_no_private_names_of_dagster_dbt_or_great_expectations():
 
 def test_the_private_name_check_sees_each_kind_of_use():
     probe = ROOT / "tests" / "fixtures" / "private_names.py"
-    assert sorted(int(u.split(":")[0]) for u in _private_uses(probe)) == [3, 4, 9, 13]
+    assert sorted(int(u.split(":")[0]) for u in _private_uses(probe)) == [4, 5, 10, 14]
