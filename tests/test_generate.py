@@ -440,7 +440,7 @@ def test_planted_incident_rates_do_not_move_before_a_first_certification(company
     flat in the twelve months before the first certification and at the planted ratio after.
     A preparation-month effect, a status dated before the award, or an award counted from the
     exam month's first day would all bend the months before or at the first certification."""
-    from pipelines.lib import stats
+    from pipelines.lib import effects as stats
 
     start = company.start
     first = {pid: min(a for a, _ in awards) for pid, awards in company.awards.items() if pid}
