@@ -360,3 +360,8 @@ def test_a_raw_layer_written_before_source_systems_is_migrated(settings):
         ("employees_2026-08.csv", "talent-metrics", "superseded"),
         ("employees_2026-08_v2.csv", "talent-metrics", "active"),
     ]
+    with duckdb.connect(str(settings.raw_db), read_only=True) as con:
+        tags = con.execute(
+            "SELECT tags FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchone()[0]
+    assert tags["storage_version"].startswith("v1.2")

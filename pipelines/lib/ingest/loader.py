@@ -934,7 +934,7 @@ def ingest_export(
         },
     )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
-    with db.connect(settings.raw_db) as con:
+    with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
         ensure_raw_schema(con, vendor_names(profiles))
         load_deliveries(con, settings, deliveries, result, config)
     return result
@@ -962,7 +962,7 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
     left as it is. Every archive file is checked against its hash before anything is dropped,
     so a missing or altered archive aborts with the data untouched. Returns rows per export.
     """
-    with db.connect(settings.raw_db) as con:
+    with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
         ensure_raw_schema(con, vendor_names(load_profiles(settings.sources_dir)))
         plan = con.execute(
             "SELECT file_id, export, file_name, archive_path, period, version, loaded_at, profile "
