@@ -21,7 +21,12 @@ import pytest
 from pipelines.execution import RunOutcome, _add_delivery_issues
 from pipelines.lib.deliveries import delivery_table
 from pipelines.lib.ingest import ingest_all, ingest_export
-from pipelines.lib.ingest.check import check_sources, shrunk_redeliveries, sources_per_export
+from pipelines.lib.ingest.check import (
+    check_sources,
+    format_report,
+    shrunk_redeliveries,
+    sources_per_export,
+)
 from pipelines.lib.settings import Settings
 
 VENDORS = Path(__file__).parent / "fixtures" / "vendors"
@@ -90,6 +95,8 @@ def test_two_incident_tools_of_one_month_both_count(settings):
         "incidents": [("PagerDuty", ["incidents.csv"]), ("ServiceNow", ["incident.csv"])],
         "responders": [("PagerDuty", ["incidents.csv"]), ("ServiceNow", ["incident.csv"])],
     }
+    text = format_report(check_sources(settings.sources_dir))
+    assert "    incidents: PagerDuty, ServiceNow\n" in text  # the dry run says so too
     table = {r["export"]: r for r in delivery_table(settings.raw_db).to_pylist()}
     assert table["incidents"]["source_systems"] == "PagerDuty (1), ServiceNow (1)"
     assert table["incidents"]["rows_loaded"] == 6

@@ -363,6 +363,18 @@ def format_report(report: SourcesReport) -> str:
             out.append(f"{f.path}  ->  {label}")
             out.append(f"    {f.note}")
         out.append("")
+    tools: dict[str, set[str]] = {}
+    for f in report.files:
+        if f.export and f.status == "loads":
+            tools.setdefault(f.export, set()).add(f.vendor or "")
+    shared = {e: sorted(t) for e, t in tools.items() if len(t) > 1}
+    if shared:
+        out.append(
+            "Delivered by two or more tools (each keeps its own deliveries; both count, a row "
+            "with the same natural key once):"
+        )
+        out += [f"    {e}: {', '.join(t)}" for e, t in shared.items()]
+        out.append("")
     if report.missing:
         out.append("Exports not delivered (what that means):")
         out += [f"    {e}: {why}" for e, why in report.missing.items()]
