@@ -242,11 +242,11 @@ def _discover_contract_named(
     named, period, version = parsed
     folder = EXPORTS[named].folder
     setting = config.for_file(folder, path.name)
-    st = path.stat()
     try:
+        st = path.stat()
         header = _header_of(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    except FileError:
-        header = None  # empty or unreadable: the load names the problem
+    except (FileError, OSError):
+        header = None  # empty, unreadable or gone: the load names the problem
     if header is None or (
         (setting is None or setting.profile is None) and _contract_header(named, header)
     ):
