@@ -52,6 +52,10 @@ class RunOutcome:
     # exports that were never delivered with what that leaves out
     not_fully_loaded: list[str] = field(default_factory=list)
     missing_exports: dict[str, str] = field(default_factory=dict)
+    # nightly only: re-deliveries of this run that replaced noticeably more rows than they
+    # hold ("file -> export: what and the share"), and exports fed by two or more tools
+    fewer_rows: list[str] = field(default_factory=list)
+    export_sources: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
@@ -64,6 +68,17 @@ class RunOutcome:
         if self.not_fully_loaded:
             lines.append(f"Not fully loaded ({len(self.not_fully_loaded)} file(s)):")
             lines += [f"  {item}" for item in self.not_fully_loaded]
+        if self.fewer_rows:
+            lines.append(
+                f"Re-delivered with noticeably fewer rows, loaded ({len(self.fewer_rows)} file(s)):"
+            )
+            lines += [f"  {item}" for item in self.fewer_rows]
+        if self.export_sources:
+            lines.append(
+                "Delivered by two or more tools (each keeps its own deliveries; both count, a "
+                "row with the same natural key once):"
+            )
+            lines += [f"  {e}: {tools}" for e, tools in self.export_sources.items()]
         if self.missing_exports:
             lines.append("Not delivered (only employees is required):")
             lines += [f"  {e}: {why}" for e, why in self.missing_exports.items()]
@@ -279,8 +294,16 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
 
 
 def _add_delivery_issues(outcome: RunOutcome, settings: Settings, since: datetime) -> None:
-    """Name every file this run did not load in full, and the exports nobody delivered."""
-    from pipelines.lib.ingest.check import files_not_fully_loaded, missing_exports
+    """Name every file this run did not load in full, every re-delivery that replaced many
+    more rows than it holds, the exports two tools delivered, and the exports nobody
+    delivered."""
+    from pipelines.lib.ingest.check import (
+        files_not_fully_loaded,
+        missing_exports,
+        shrunk_redeliveries,
+        sources_per_export,
+    )
+    from pipelines.lib.ingest.profiles import ProfileError, SourcesConfig, load_sources_config
 
     if not settings.raw_db.exists():
         return
@@ -294,6 +317,17 @@ def _add_delivery_issues(outcome: RunOutcome, settings: Settings, since: datetim
             if item not in outcome.not_fully_loaded:
                 outcome.not_fully_loaded.append(item)
     outcome.missing_exports = missing_exports(settings.raw_db)
+    try:
+        share = load_sources_config(settings.sources_dir).notice_redelivery_share
+    except ProfileError:  # the ingestion assets have named the broken sources.yml
+        share = SourcesConfig().notice_redelivery_share
+    for issue in shrunk_redeliveries(settings.raw_db, since=since, share=share):
+        outcome.fewer_rows.append(f"{issue.file} -> {issue.export}: {issue.reason}")
+    for export, tools in sources_per_export(settings.raw_db).items():
+        outcome.export_sources[export] = "; ".join(
+            f"{tool} ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})"
+            for tool, files in tools
+        )
 
 
 def _write_log(settings: Settings, job_name: str, instance, run_id: str) -> Path:

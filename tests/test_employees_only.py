@@ -106,6 +106,11 @@ def test_source_deliveries_names_every_missing_export_and_its_cost(built):
     by_export = {r[0]: r[1:] for r in rows}
     assert by_export["employees"] == (True, 1, 11, "2024-01", None)
     assert by_export["gpu_fleet"] == (False, 0, 0, None, MISSING_CONSEQUENCE["gpu_fleet"])
+    # the tool each export came from: our own format, one file
+    systems = dict(
+        con.execute("SELECT export, source_systems FROM marts.source_deliveries").fetchall()
+    )
+    assert systems["employees"] == "talent-metrics (1)" and systems["gpu_fleet"] is None
     comment = con.execute(
         "SELECT comment FROM duckdb_tables() WHERE table_name = 'source_deliveries'"
     ).fetchone()[0]

@@ -113,6 +113,7 @@ def test_same_bytes_as_two_exports_fail_the_second_header_not_duplicate(settings
     assert results["employees"].files_loaded == 1
     ((name, message),) = results["job_history"].files_failed
     assert name == "job_history_2024-01.csv" and "lacks required column" in message
+    assert "Its header is our employees export's: name the file employees_2024-01.csv" in message
     assert query(settings, "SELECT status FROM manifest WHERE export = 'job_history'") == [
         ("failed",)
     ]

@@ -1,8 +1,9 @@
 """Vendor exports dropped in under the tools' own names: recognised, mapped, loaded.
 
 Fixtures in tests/fixtures/vendors/ are written by hand as each tool produces them. Planted
-faults: BambooHR line 9 has hire date 13/45/2021 (quarantined), Credly line 5 is a revoked
-badge (quarantined), PagerDuty line 5 is dated 2099 (quarantined, out of range).
+faults: BambooHR line 9 has hire date 13/45/2021 (quarantined), PagerDuty line 5 is dated 2099
+(quarantined, out of range). Credly line 5 is a revoked badge without a revocation date: an
+award that ends on its issue date, not a broken row.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def test_vendor_files_load_under_their_own_names(settings):
     # period from the data: the latest hire or termination date (Hamilton hired 10/07/2024)
     assert by[("Employee Report.csv", "employees")][3:5] == ("2024-10-07", "data")
     assert by[("Employee Report.csv", "employees")][5:] == (9, 8, 1)
-    assert by[("Issued Badges.csv", "certifications")][5:] == (5, 4, 1)
+    assert by[("Issued Badges.csv", "certifications")][5:] == (5, 5, 0)
     assert by[("incidents.csv", "incidents")][5:] == (5, 4, 1)
 
 
@@ -177,8 +178,12 @@ def test_credly_and_pagerduty_values(settings):
     assert certs["ada.lovelace@example.com"][:3] == ("NCP-AII", "pass", date(2023, 5, 10))
     # a timestamp with an offset gives the calendar date as written
     assert certs["barbara.liskov@example.com"][2] == date(2024, 6, 3)
-    (reason,) = query(settings, "SELECT reason FROM quarantine WHERE export = 'certifications'")
-    assert "revoked" in reason[0]
+    # the revoked badge is an award that ends on revocation; this export has no revocation
+    # date, so it ends on its issue date (never counted as held longer than known)
+    assert certs["grace.hopper@example.com"][1:] == ("pass", date(2023, 9, 1), date(2023, 9, 1))
+    assert query(settings, "SELECT count(*) FROM quarantine WHERE export = 'certifications'") == [
+        (0,)
+    ]
     incidents = {
         r[0]: r[1:]
         for r in query(
@@ -384,7 +389,7 @@ def test_files_not_fully_loaded_names_each_with_its_reason(settings):
     results = ingest_all(settings)
     issues = {(i.file, i.export): i for i in files_not_fully_loaded(settings.raw_db, results)}
     assert "13/45/2021" in issues[("Employee Report.csv", "employees")].reason
-    assert "revoked" in issues[("Issued Badges.csv", "certifications")].reason
+    assert ("Issued Badges.csv", "certifications") not in issues  # the revoked badge loads
     assert "a folder" in issues[("fleet/gpu_fleet_2024-03.csv", None)].reason
     assert ("Users - Courses.csv", "enrolments") not in issues  # loaded in full
     # the same bytes again under another name: named as a duplicate

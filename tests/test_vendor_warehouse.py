@@ -70,7 +70,9 @@ def test_responders_link_by_unique_name_and_ambiguous_names_stay_unlinked(marts)
     lms = marts.execute(
         "SELECT records, matched FROM marts.identity_match WHERE source = 'lms_certifications'"
     ).fetchone()
-    assert lms == (4, 4)  # Alan.Turing@Example.com links after normalising the case
+    # Alan.Turing@Example.com links after normalising the case; Hopper's revoked badge is an
+    # award (ended on revocation) and links too
+    assert lms == (5, 5)
 
 
 def test_attrition_reads_bamboohr_termination_types(marts):
@@ -92,7 +94,8 @@ def test_coverage_from_credly_badges(marts):
         ).fetchall()
     )
     # January: Liskov, Lovelace, Hopper, Turing, Dijkstra, Johnson employed; Lovelace and
-    # Turing hold active badges (Hopper's was revoked and quarantined).
+    # Turing hold active badges (Hopper's was revoked; this export gives no revocation date, so
+    # it ends on its issue date, 2023-09-01).
     # June: Hopper and Dijkstra gone; Liskov (June 3), Lovelace, Turing, Johnson (CKA) certified.
     assert rows == {date(2024, 1, 31): (6, 2), date(2024, 6, 30): (4, 4)}
 
@@ -123,3 +126,76 @@ def test_without_a_fleet_export_roles_need_what_they_need_at_every_fleet_size(ma
         ("senior_engineer", 1),
         ("storage_specialist", 0),
     ]
+
+
+# --- two tools for one export --------------------------------------------------------------------
+
+TWO_TOOLS = {
+    "incidents.csv": ("incidents", VENDORS / "incidents.csv"),  # PagerDuty
+    "incident.csv": ("incidents", VENDORS / "more" / "incident.csv"),  # ServiceNow
+    "Employee Report.csv": ("hris", VENDORS / "Employee Report.csv"),  # BambooHR
+    # Personio during the migration: 101, 103 and 104 also in BambooHR, 1004 new
+    "Mitarbeiter_Export_Personio.csv": (
+        "hris",
+        VENDORS / "variants" / "Mitarbeiter_Export_Personio.csv",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def two_tools(tmp_path_factory) -> duckdb.DuckDBPyConnection:
+    """Both incident tools and both HRIS of one month, through staging."""
+    root = tmp_path_factory.mktemp("two_tools_wh")
+    for folder in ("hris", "lms", "incidents", "fleet"):
+        (root / "sources" / folder).mkdir(parents=True)
+    for name, (folder, path) in TWO_TOOLS.items():
+        shutil.copyfile(path, root / "sources" / folder / name)
+    (root / "sources" / "sources.yml").write_text(
+        "files:\n"
+        + "".join(
+            f'  "{n}": {{period: {"2024-03" if f == "incidents" else "2024-10"}}}\n'
+            for n, (f, _) in TWO_TOOLS.items()
+        )
+    )
+    settings = Settings(sources_dir=root / "sources", warehouse_dir=root / "wh", settle_seconds=0)
+    results = ingest_all(settings)
+    assert not any(r.files_failed or r.unknown_files for r in results.values())
+    run_dbt(
+        [
+            "build",
+            "--select",
+            "+stg_incidents__responders +stg_incidents__incidents +stg_hris__employees "
+            "+stg_hris__job_history",
+            "--exclude",
+            "test_type:unit",
+        ],
+        dbt_env(settings.warehouse_dir),
+    )
+    con = duckdb.connect(str(settings.build_db), read_only=True)
+    yield con
+    con.close()
+
+
+def test_two_incident_tools_both_count(two_tools):
+    # PagerDuty 1041-1043 and 1045 (1044 quarantined), ServiceNow INC0010031 and INC0010032
+    assert two_tools.execute(
+        "SELECT count(*), count(DISTINCT incident_number) FROM staging.stg_incidents__incidents"
+    ).fetchone() == (6, 6)
+    # PagerDuty 5 responder rows, ServiceNow 3
+    assert two_tools.execute(
+        "SELECT count(*) FROM staging.stg_incidents__responders"
+    ).fetchone() == (8,)
+
+
+def test_a_person_both_hris_list_is_one_spell(two_tools):
+    # BambooHR's 8 loaded spells and Personio's 4, of which 101, 103 and 104 are the same
+    # (employee number, hire date): 9 spells, one row each
+    rows = two_tools.execute(
+        "SELECT count(*), count(DISTINCT (person_key, hire_date)) FROM staging.stg_hris__employees"
+    ).fetchone()
+    assert rows == (9, 9)
+    jobs = two_tools.execute(
+        "SELECT count(*), count(DISTINCT (person_key, effective_date)) "
+        "FROM staging.stg_hris__job_history"
+    ).fetchone()
+    assert jobs == (9, 9)

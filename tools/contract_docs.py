@@ -46,10 +46,13 @@ Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
   where `<period>` is `YYYY-MM` (a monthly delivery) or `YYYY-MM-DD` (a daily delivery) and
   `_v<N>` is the delivery version (1 when absent). A file in this format under another name is
-  recognised from its header too.
+  recognised from its header too, and a tool's export saved under one of these names
+  (`hris/employees_2024-09.csv` holding a BambooHR report) is read with the profile its header
+  matches, its period and version taken from the name.
 
-A file that matches nothing is not loaded and is listed with the closest profile and the
-columns it lacks. `talent sources check <folder>` shows all of this without loading anything.
+A file that matches nothing (neither the contract its name gives nor a profile) is not loaded
+and is listed with the closest profile and the columns it lacks. `talent sources check
+<folder>` shows all of this without loading anything.
 Only `employees` is required; what a missing export means is named in the check, the run
 summary, `marts.source_deliveries` and the report's first page. Without `job_history` the
 division scope cannot be applied: every employee counts and teams, roles and levels show as
@@ -62,10 +65,20 @@ division scope cannot be applied: every employee counts and teams, roles and lev
   loaded no second time. Every delivered file is archived unchanged under
   `archive/<export>/<sha256>.csv` in the warehouse folder, and the raw layer can be rebuilt
   from that archive.
-- **Corrections supersede.** A later delivery for the same export and period (a higher `_vN`,
-  or new content under the same name) replaces the earlier one: the earlier file's rows stop
-  counting but stay in the history (`superseded` in the manifest). A lower version arriving
-  after a higher one is kept as superseded straight away.
+- **Delivery series.** A file belongs to the series (export, source system, period): the
+  source system is the tool that wrote it (its profile's vendor, `talent-metrics` for our own
+  format), the period the one its name, `sources.yml` or its data gives. A vendor file that
+  feeds two exports (PagerDuty's incidents and responders, BambooHR's employees and job
+  history) has one period for both and changes status in both at once.
+- **Corrections supersede within their series.** A later delivery of the same series (a higher
+  `_vN`, or new content under the same name) replaces the earlier one: the earlier file's rows
+  stop counting but stay in the history (`superseded` in the manifest). A lower version
+  arriving after a higher one is kept as superseded straight away.
+- **Two tools, one export.** Files of one export from two tools (a ServiceNow `incident.csv`
+  beside a PagerDuty `incidents.csv`; BambooHR beside Personio during an HRIS migration) are
+  two series: neither replaces the other, both count, and a row both describe (the same natural
+  key: incident number, employee id and hire date, ...) counts once, the one of the later
+  period. The run summary and `marts.source_deliveries` name the tools of every export.
 - **Changed records.** Across periods the row of the latest period wins per natural key (the
   key columns below): a spell delivered at hire and again at termination keeps the termination.
 - **Bad rows are quarantined, not dropped.** A row with a bad date or number, a value outside
@@ -78,8 +91,12 @@ division scope cannot be applied: every employee counts and teams, roles and lev
   quarantined as implausible.
 - **Re-deliveries may not shrink silently.** A delivery that would supersede one holding
   rows but keeps fewer than half of them (a header-only `_v2`, a cut-off export) is blocked:
-  recorded as `failed` with the reason, and the earlier delivery still counts. If the smaller
-  delivery is right, say so in `sources.yml` (`files: {{<name>: {{allow_shrink: true}}}}`).
+  recorded as `failed` with the reason, and the earlier delivery still counts; a vendor file is
+  blocked in every export it feeds when any of them shrinks so. If the smaller delivery is
+  right, say so in `sources.yml` (`files: {{<name>: {{allow_shrink: true}}}}`). One that keeps
+  at least half but noticeably fewer (under 80 %, `notice_redelivery_share`) is loaded and
+  named in the run summary with both files and the share (manifest columns `replaced_rows`,
+  `replaced_files`).
 - **Files being written are not read.** A file changed less than `TALENT_SETTLE_SECONDS`
   (default 30) ago is watched until it is that old, by the sensor and by `talent run` alike
   (the run says it is waiting); one still changing then, a temporary copy name (`.part`, `.tmp`,
@@ -167,10 +184,18 @@ the map's `default`), constants and templates. No incident tool exports `cluster
 ### Your own profiles and `sources.yml`
 
 Put a profile in `<sources>/profiles/<name>.yaml`: the same `name` as a shipped profile
-replaces it (a badge map with your templates, another date format), a new name adds one.
-Rule keys: `column` / `columns` (first non-empty wins), `value` (constant), `template`
+replaces it (a badge map with your templates, another date format), a new name adds one; its
+`vendor` is the source system its files belong to. Rule keys: `column` / `columns` (first
+non-empty wins), `value` (constant, used when the columns are absent or empty), `template`
 (`"{Course Code}:{Username}"`), `file_name` (regex with a `value` group), `map` and `default`,
-`format` (strptime formats, or `epoch`), `split` (one row per list item), `from_service`.
+`format` (strptime formats, or `epoch`), `split` (one row per list item), `from_service`,
+`full_name` with `part: first|last` (and `name_order: first last|last first`; "Last, First"
+is split at the comma) for a report with one name column, and `when` (checked first: a list of
+`{column: ..., in: [values]}` or `{column: ..., set: true|false}` with the rule to use `then`).
+
+Names are only used to link incident responders to people by their full name, which joins
+first and last name again: a split full name links the same as the two columns would (a
+one-word name is both parts).
 
 ```yaml
 # <sources>/sources.yml
@@ -180,26 +205,48 @@ files:                                   # by file name or glob (folder/name als
 service_clusters:                        # incident service -> cluster (team) name
   GPU Cluster MUC-1: dgx-muc-1
 min_redelivery_share: 0.5                # re-deliveries keeping less than this are blocked
+notice_redelivery_share: 0.8             # ... less than this load and are named in the summary
 ```
 """
 
 
-def _rule_text(rule: Rule) -> str:
+def _rule_text(rule: Rule, formats: tuple[str, ...] = ()) -> str:
+    """What a rule reads, in order: columns, a full name's part, template, file name, constant;
+    then its map, formats (unless `formats`, the enclosing rule's, say the same) and `when`s."""
+    parts = []
+    if rule.columns:
+        parts.append(" or ".join(f"`{c}`" for c in rule.columns))
+    if rule.full_name:
+        names = " or ".join(f"`{c}`" for c in rule.full_name)
+        order = f" ({rule.name_order})" if rule.name_order != "first last" else ""
+        parts.append(f"the {rule.part} name of the full name in {names}{order}")
+    if rule.template:
+        parts.append(f"`{rule.template}`")
+    if rule.file_name:
+        parts.append(f"file name `{rule.file_name}`")
+    if rule.by_position:
+        parts.append("by position: " + ", ".join(f"`{v}`" for v in rule.by_position))
     if rule.value is not None:
-        text = f"constant `{rule.value}`"
-    elif rule.template:
-        text = f"`{rule.template}`"
-    elif rule.file_name:
-        text = f"file name `{rule.file_name}`"
-    else:
-        text = " or ".join(f"`{c}`" for c in rule.columns)
+        parts.append(f"constant `{rule.value}`")
+    text = ", else ".join(parts)
     if rule.map:
         shown = ", ".join(f"{k} -> {v}" for k, v in rule.map.items())
         text += f"; map {shown}" + (f"; else {rule.map_default}" if rule.map_default else "")
-    if rule.formats:
+    if rule.formats and rule.formats != formats:
         text += "; format " + ", ".join(f"`{f}`" for f in rule.formats)
+    if rule.split:
+        text += f"; one row per item (split at `{rule.split}`)"
+    if rule.plus_seconds:
+        text += f"; plus the seconds in `{rule.plus_seconds}`"
     if rule.from_service:
         text += "; through `service_clusters`"
+    for cond, alt in rule.when:
+        cols = " or ".join(f"`{c}`" for c in cond.columns)
+        if cond.is_set is not None:
+            test = "is set" if cond.is_set else "is empty"
+        else:
+            test = "is " + " or ".join(f"`{v}`" for v in sorted(cond.values or ()))
+        text += f"; when {cols} {test}: {_rule_text(alt, rule.formats)}"
     return _cell(text)
 
 

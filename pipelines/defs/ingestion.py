@@ -33,6 +33,8 @@ def result_metadata(result: IngestResult, table_rows: int) -> dict[str, object]:
         "unknown_files": dg.MetadataValue.json(result.unknown_files),
         "not_loaded": dg.MetadataValue.json(result.not_loaded),
         "recognised": dg.MetadataValue.json(result.recognised),
+        # loaded re-deliveries holding noticeably fewer rows than what they replaced
+        "fewer_rows": dg.MetadataValue.json([{"file": f, "message": m} for f, m in result.shrunk]),
         "failed_files": dg.MetadataValue.json(
             [{"file": f, "message": m} for f, m in result.files_failed]
         ),
@@ -72,6 +74,8 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
             context.log.warning(f"{name} was not loaded: {reason}")
         for name, how in result.recognised.items():
             context.log.info(f"{name}: {how}")
+        for name, message in result.shrunk:
+            context.log.warning(f"{name}: {message}")
         if result.files_failed:
             raise dg.Failure(
                 description=failure_description(result), metadata=metadata, allow_retries=False

@@ -23,8 +23,9 @@ REQUIRED_EXPORTS = ("employees",)
 
 DESCRIPTION = (
     "What this warehouse was built from (grain: one row per export of the contract). Delivered "
-    "files, rows loaded and quarantined, the periods covered and the vendor profiles that read "
-    "them; for an export nobody delivered, what cannot be shown without it."
+    "files, rows loaded and quarantined, the periods covered, the vendor profiles that read "
+    "them and the tools they came from; for an export nobody delivered, what cannot be shown "
+    "without it."
 )
 COLUMNS = {
     "export": "export of the contract (raw table name), e.g. employees, incidents, gpu_fleet",
@@ -32,7 +33,7 @@ COLUMNS = {
     "required": "true for the one export every run needs (employees)",
     "delivered": "true when at least one active delivery loaded at least one row",
     "active_files": "delivered files whose rows are current (not superseded by a re-delivery)",
-    "superseded_files": "files replaced by a later re-delivery of the same period",
+    "superseded_files": "files replaced by a later re-delivery of the same tool and period",
     "rows_loaded": "rows of the active files that loaded",
     "rows_quarantined": "rows of the active files kept in raw.quarantine with their reason "
     "(restricted layer)",
@@ -40,6 +41,9 @@ COLUMNS = {
     "last_period": "latest delivery period, NULL when not delivered",
     "vendor_profiles": "vendor profiles that read the files (comma-separated; 'contract' = "
     "delivered in the project's own export contract)",
+    "source_systems": "the tools whose files count (comma-separated, each with its number of "
+    "active files), e.g. 'PagerDuty (1), ServiceNow (1)'; two tools of one export each keep "
+    "their own deliveries, both count, and a row both describe (same natural key) counts once",
     "if_missing": "for an export not delivered: what the warehouse and the report cannot show; "
     "NULL when delivered",
 }
@@ -59,6 +63,17 @@ from manifest
 group by export
 """
 
+# files per tool; a manifest written before tools were recorded has no source_system column
+_SYSTEMS = """
+select export, string_agg(source_system || ' (' || files || ')', ', ' order by source_system)
+from (
+    select export, coalesce(source_system, 'unknown') as source_system, count(*) as files
+    from manifest where status = 'active' and rows_loaded > 0
+    group by all
+)
+group by export
+"""
+
 
 def delivery_table(raw_db: Path) -> pa.Table:
     """One row per export of the contract, from the raw layer's manifest (empty when none)."""
@@ -72,6 +87,13 @@ def delivery_table(raw_db: Path) -> pa.Table:
                 cur = con.execute(_SUMMARY)
                 names = [d[0] for d in cur.description]
                 found = {row[0]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+                has_systems = con.execute(
+                    "select count(*) from duckdb_columns() where table_name = 'manifest' "
+                    "and column_name = 'source_system'"
+                ).fetchone()[0]
+                if has_systems:
+                    for export, systems in con.execute(_SYSTEMS).fetchall():
+                        found.setdefault(export, {})["source_systems"] = systems
     rows = []
     for name, export in EXPORTS.items():
         got = found.get(name, {})
@@ -89,6 +111,7 @@ def delivery_table(raw_db: Path) -> pa.Table:
                 "first_period": got.get("first_period"),
                 "last_period": got.get("last_period"),
                 "vendor_profiles": got.get("vendor_profiles"),
+                "source_systems": got.get("source_systems"),
                 "if_missing": None if delivered else MISSING_CONSEQUENCE[name],
             }
         )
@@ -105,6 +128,7 @@ def delivery_table(raw_db: Path) -> pa.Table:
             ("first_period", pa.string()),
             ("last_period", pa.string()),
             ("vendor_profiles", pa.string()),
+            ("source_systems", pa.string()),
             ("if_missing", pa.string()),
         ]
     )

@@ -19,10 +19,11 @@ from pipelines.lib.contracts import EXPORTS
 from pipelines.lib.ingest.loader import (
     IngestResult,
     discover_export,
-    period_from_data,
+    file_period,
+    sibling_facts,
     split_delivery,
 )
-from pipelines.lib.ingest.profiles import load_profiles, load_sources_config
+from pipelines.lib.ingest.profiles import SourcesConfig, load_profiles, load_sources_config
 from pipelines.lib.ingest.reader import FileError, type_split_files
 
 # what the product cannot show when an export is absent (only employees is required)
@@ -94,11 +95,12 @@ def check_sources(sources_dir: Path) -> SourcesReport:
         for export in EXPORTS:
             found = discover_export(sources_dir, export, profiles, config)
             checks = [_check_delivery(d, found.recognised, config, con) for d in found.deliveries]
-            report.files += _mark_shrinking(checks, config.min_redelivery_share)
+            report.files += _mark_shrinking(checks, config)
             seen_other.update(found.not_loaded)
             unknown.update(found.unknown)
             if not found.deliveries:
                 report.missing[export] = MISSING_CONSEQUENCE[export]
+    report.files = _block_whole_files(report.files)
     for name, reason in sorted(seen_other.items()):
         status = "unknown" if name in unknown else "skipped"
         report.files.append(FileCheck(path=name, status=status, note=reason))
@@ -129,23 +131,52 @@ def stray_files(sources_dir: Path) -> list[str]:
     )
 
 
-def _mark_shrinking(checks: list[FileCheck], share: float) -> list[FileCheck]:
-    """A later version of a period with far fewer rows than an earlier one in the folder will
-    be blocked by the load's re-delivery check (unless sources.yml allows it)."""
+def _mark_shrinking(checks: list[FileCheck], config: SourcesConfig) -> list[FileCheck]:
+    """A later version in a delivery series (one export, tool and period) with far fewer rows
+    than an earlier one in the folder will be blocked by the load's re-delivery check (unless
+    sources.yml allows it); one with noticeably fewer loads and is named."""
     out: list[FileCheck] = []
-    best: dict[str, tuple[int, str]] = {}  # period -> (rows, file) of the versions so far
+    # (tool, period) -> (rows, file) of the versions so far
+    best: dict[tuple[str, str], tuple[int, str]] = {}
     for c in checks:  # load order: period, then version
-        before = best.get(c.period or "")
-        if c.status == "loads" and before and before[0] and c.loadable < before[0] * share:
-            note = (
-                f"{c.note}; BLOCKED on load: {c.loadable} row(s) would replace {before[1]} "
-                f"({before[0]} rows); allow it in sources.yml (allow_shrink) if it is right"
-            )
-            c = FileCheck(**{**c.__dict__, "status": "blocked", "note": note})
-        elif c.status == "loads":
-            best[c.period or ""] = (c.loadable, c.path)
+        series = (c.vendor or "", c.period or "")
+        before = best.get(series)
+        allowed = config.for_file(*c.path.split("/", 1))
+        if c.status == "loads" and before and before[0] and not (allowed and allowed.allow_shrink):
+            if c.loadable < before[0] * config.min_redelivery_share:
+                note = (
+                    f"{c.note}; BLOCKED on load: {c.loadable} row(s) would replace {before[1]} "
+                    f"({before[0]} rows); allow it in sources.yml (allow_shrink) if it is right"
+                )
+                out.append(FileCheck(**{**c.__dict__, "status": "blocked", "note": note}))
+                continue
+            if c.loadable < before[0] * config.notice_redelivery_share:
+                note = (
+                    f"{c.note}; loads with noticeably fewer rows: {c.loadable} replace "
+                    f"{before[1]} ({before[0]} rows, {1 - c.loadable / before[0]:.0%} fewer)"
+                )
+                c = FileCheck(**{**c.__dict__, "note": note})
+        if c.status == "loads":
+            best[series] = (c.loadable, c.path)
         out.append(c)
     return out
+
+
+def _block_whole_files(files: list[FileCheck]) -> list[FileCheck]:
+    """A file blocked in one export is blocked in every export it feeds, as the load does."""
+    blocked = {f.path: f.note for f in files if f.status == "blocked"}
+    return [
+        FileCheck(
+            **{
+                **f.__dict__,
+                "status": "blocked",
+                "note": f"{f.note}; BLOCKED on load with its other export(s): {blocked[f.path]}",
+            }
+        )
+        if f.path in blocked and f.status == "loads"
+        else f
+        for f in files
+    ]
 
 
 def _check_delivery(d, recognised: dict[str, str], config, con) -> FileCheck:
@@ -158,13 +189,16 @@ def _check_delivery(d, recognised: dict[str, str], config, con) -> FileCheck:
         period_source=d.period_source if d.period else "data",
         note=recognised.get(d.relative, "named like the export (sources/README.md)"),
     )
+    data = d.path.read_bytes()
     try:
-        split = split_delivery(d.path.read_bytes(), d.export, d.path.name, d.profile, config)
+        split = split_delivery(data, d.export, d.path.name, d.profile, config, d.hint)
     except FileError as e:
         return FileCheck(**base | {"status": "fails", "note": str(e)})
     parsed = type_split_files([split], con)[0]
     if d.period is None:
-        base["period"] = period_from_data(parsed, datetime.now(UTC).replace(tzinfo=None))
+        # one period per file, over every export it feeds (as the load gives it)
+        siblings = sibling_facts(data, d, config, con)
+        base["period"] = file_period(parsed, siblings, datetime.now(UTC).replace(tzinfo=None))
     return FileCheck(
         **base,
         status="loads",
@@ -238,6 +272,69 @@ def files_not_fully_loaded(
     return issues
 
 
+def _manifest_has(con, column: str) -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'manifest' "
+            "AND column_name = ?",
+            [column],
+        ).fetchone()[0]
+    )
+
+
+def shrunk_redeliveries(
+    raw_db: Path, since: datetime | None = None, share: float = 0.8
+) -> list[FileIssue]:
+    """Re-deliveries that replaced their series' earlier delivery with fewer than `share` of
+    its rows (recorded at or after `since`): loaded, and named with both files and the share."""
+    if not Path(raw_db).is_file():
+        return []
+    with db.connect(raw_db, read_only=True) as con:
+        if not _manifest_has(con, "replaced_rows"):
+            return []
+        rows = con.execute(
+            """
+            SELECT file_name, export, period, source_system, rows_total, rows_loaded,
+                   rows_quarantined, replaced_rows, replaced_files
+            FROM manifest
+            WHERE replaced_rows > 0 AND rows_loaded < replaced_rows * ?
+              AND (CAST(? AS TIMESTAMP) IS NULL OR loaded_at >= ?)
+            ORDER BY export, period, file_name
+            """,
+            [share, since, since],
+        ).fetchall()
+    out = []
+    for name, export, period, system, total, loaded, quarantined, before, replaced in rows:
+        reason = (
+            f"replaced {replaced} ({before} rows) for {export} {period} from {system} with "
+            f"{loaded} rows: {1 - loaded / before:.0%} fewer. Loaded; if rows are missing, ask "
+            "the sender for a complete export"
+        )
+        out.append(FileIssue(name, export, "fewer rows", total, loaded, quarantined, reason))
+    return out
+
+
+def sources_per_export(raw_db: Path) -> dict[str, list[tuple[str, list[str]]]]:
+    """Exports whose current rows come from two or more tools: export -> [(tool, its active
+    files)]. Both count; staging counts a row the two describe alike once (natural key)."""
+    if not Path(raw_db).is_file():
+        return {}
+    with db.connect(raw_db, read_only=True) as con:
+        if not _manifest_has(con, "source_system"):
+            return {}
+        rows = con.execute(
+            """
+            SELECT export, source_system, list(file_name ORDER BY period, file_name)
+            FROM manifest WHERE status = 'active' AND rows_loaded > 0
+            GROUP BY export, source_system ORDER BY export, source_system
+            """
+        ).fetchall()
+    found: dict[str, list[tuple[str, list[str]]]] = {}
+    for export, system, files in rows:
+        found.setdefault(export, []).append((system or "unknown", list(files)))
+    return {e: systems for e, systems in found.items() if len(systems) > 1}
+
+
 def format_report(report: SourcesReport) -> str:
     """The check as plain text, one block per file."""
     out = [f"Sources folder {report.sources_dir}", ""]
@@ -265,6 +362,18 @@ def format_report(report: SourcesReport) -> str:
                 label = "MATCHES NOTHING" if fits else "NOT LOADED"
             out.append(f"{f.path}  ->  {label}")
             out.append(f"    {f.note}")
+        out.append("")
+    tools: dict[str, set[str]] = {}
+    for f in report.files:
+        if f.export and f.status == "loads":
+            tools.setdefault(f.export, set()).add(f.vendor or "")
+    shared = {e: sorted(t) for e, t in tools.items() if len(t) > 1}
+    if shared:
+        out.append(
+            "Delivered by two or more tools (each keeps its own deliveries; both count, a row "
+            "with the same natural key once):"
+        )
+        out += [f"    {e}: {', '.join(t)}" for e, t in shared.items()]
         out.append("")
     if report.missing:
         out.append("Exports not delivered (what that means):")

@@ -2,19 +2,28 @@
 
 Per file, in one DuckDB transaction: typed rows into `<export>`, rejected rows into
 `quarantine`, the manifest row, and the supersede marks on earlier deliveries of the same
-(export, period). A file that cannot be read is recorded as `failed` and changes nothing else,
+delivery series. A file that cannot be read is recorded as `failed` and changes nothing else,
 so one bad delivery never blocks or destroys good data. The archive keeps a content-addressed
 copy of every delivery; `rebuild_raw_from_archive` replays it.
+
+A delivery series is (export, source system, period): the source system is the tool that
+wrote the file (its profile's vendor, or our own format), so a correction of PagerDuty's file
+replaces PagerDuty's delivery and never ServiceNow's, and both tools' files count side by side
+(staging counts a row that describes the same incident once, by its natural key). One vendor
+file that feeds several exports (incidents and responders, employees and job history) is one
+delivery: it gets one period, and a re-delivery replaces it, or is blocked, in every export
+at once.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import duckdb
@@ -33,13 +42,16 @@ from pipelines.lib.ingest.manifest import (
     known_deliveries,
 )
 from pipelines.lib.ingest.profiles import (
+    CONTRACT_SOURCE,
     Profile,
     SourcesConfig,
     absent_sources,
     load_profiles,
     load_sources_config,
+    norm,
     period_from_name,
     recognise,
+    source_system,
     version_from_name,
 )
 from pipelines.lib.ingest.reader import (
@@ -74,6 +86,9 @@ class IngestResult:
     not_loaded: dict[str, str] = field(default_factory=dict)
     # vendor files: relative name -> "profile <name>, period <p> from <source>"
     recognised: dict[str, str] = field(default_factory=dict)
+    # re-deliveries loaded with noticeably fewer rows than they replaced: (file, what and how
+    # many); the run summary names them
+    shrunk: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def quarantine_share(self) -> float:
@@ -89,10 +104,24 @@ class Delivery:
     path: Path
     profile: Profile | None = None  # None: a file in our own format under its contract name
     period_source: str = "file name"  # file name, sources.yml or data
+    # every export the file gives (a vendor file may feed several; they share one status)
+    feeds: tuple[str, ...] = ()
+    # for a file named like an export whose header fits neither the contract nor a profile:
+    # the closest profile and what it lacks, added to the header error
+    hint: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, str, int, str]:
         return (self.export, self.period or "9999", self.version, self.path.name)
+
+    @property
+    def source_system(self) -> str:
+        return source_system(self.profile)
+
+    @property
+    def siblings(self) -> tuple[str, ...]:
+        """The other exports this file feeds."""
+        return tuple(e for e in self.feeds if e != self.export)
 
     @property
     def relative(self) -> str:
@@ -160,12 +189,115 @@ def discover_export(
             continue
         parsed = parse_file_name(path.name)
         if parsed is not None and EXPORTS[parsed[0]].folder == folder:
-            if parsed[0] == export:
-                found.deliveries.append(Delivery(parsed[0], parsed[1], parsed[2], path))
+            _discover_contract_named(path, rel, parsed, export, profiles, config, found)
             continue
         _discover_vendor_file(path, rel, export, folder, profiles, config, found)
     found.deliveries.sort(key=lambda d: d.sort_key)
     return found
+
+
+@functools.lru_cache(maxsize=8192)
+def _header_of(path: str, state: tuple[int, ...]) -> list[str]:
+    """A file's header, read once per state of the file: every export of a folder looks at
+    each file named like an export (`state`: inode, size, modification and change times, so
+    a file written again is read again)."""
+    return peek_header(Path(path))
+
+
+@functools.cache
+def _required_spellings(export: str) -> tuple[frozenset[str], ...]:
+    """Per required column of the contract, its accepted header spellings (normalised)."""
+    contract = EXPORTS[export]
+    return tuple(
+        frozenset(norm(s) for s in (c, *contract.column(c).aliases))
+        for c in contract.required_columns
+    )
+
+
+def _contract_header(export: str, header: list[str]) -> bool:
+    """Whether a header has every required column of our contract (names or aliases): what
+    the contract's own profile recognises, checked for every file named like an export."""
+    present = {norm(h) for h in header}
+    return all(spellings & present for spellings in _required_spellings(export))
+
+
+def _closest_note(closest) -> str:
+    if closest is None or not closest.matched:
+        return ""
+    return f"; closest profile {closest.profile.name} lacks {', '.join(closest.missing)}"
+
+
+def _discover_contract_named(
+    path: Path,
+    rel: str,
+    parsed: tuple[str, str, int],
+    export: str,
+    profiles: dict[str, Profile],
+    config: SourcesConfig,
+    found: Discovery,
+) -> None:
+    """A file named like one of our exports: read by our contract when its header is ours,
+    else by the vendor profile its header matches (a tool's export saved under our name), the
+    period and version still taken from the name."""
+    named, period, version = parsed
+    folder = EXPORTS[named].folder
+    setting = config.for_file(folder, path.name)
+    try:
+        st = path.stat()
+        header = _header_of(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    except (FileError, OSError):
+        header = None  # empty, unreadable or gone: the load names the problem
+    if header is None or (
+        (setting is None or setting.profile is None) and _contract_header(named, header)
+    ):
+        if named == export:
+            found.deliveries.append(Delivery(export, period, version, path, feeds=(export,)))
+        return
+    vendors = {
+        n: p for n, p in profiles.items() if p.folder == folder and p.vendor != CONTRACT_SOURCE
+    }
+    forced = setting.profile if setting is not None else None
+    rec = recognise(header, folder, profiles if forced else vendors, forced)
+    if rec.profile is None:
+        if named == export:
+            ours = [
+                e for e, x in EXPORTS.items() if x.folder == folder and _contract_header(e, header)
+            ]
+            hint = (
+                f"Its header is our {ours[0]} export's: name the file "
+                f"{ours[0]}_{period}{f'_v{version}' if version > 1 else ''}.csv."
+                if ours
+                else f"Its header matches no tool's export either ({rec.reason}"
+                f"{_closest_note(rec.closest)})."
+            )
+            found.deliveries.append(
+                Delivery(export, period, version, path, feeds=(export,), hint=hint)
+            )
+        return
+    if rec.profile.vendor == CONTRACT_SOURCE:
+        if rec.profile.output(export) is not None:
+            found.deliveries.append(Delivery(export, period, version, path, feeds=(export,)))
+        return
+    output = rec.profile.output(export)
+    if output is None:
+        return
+    absent = absent_sources(output, header)
+    if absent:
+        found.not_loaded[f"{rel} as {export}"] = (
+            f"read as {rec.profile.name}, but the header cannot give {export}: it lacks "
+            f"{'; '.join(absent)}; the file's other exports still load"
+        )
+        return
+    source = "file name"
+    if setting is not None and setting.period:
+        period, source = setting.period, "sources.yml"
+    found.deliveries.append(
+        Delivery(export, period, version, path, rec.profile, source, rec.profile.feeds(header))
+    )
+    found.recognised[rel] = (
+        f"named like our {named} export, but the header is a {rec.profile.vendor} export: "
+        f"{rec.reason}"
+    )
 
 
 def _not_a_delivery(path: Path) -> str | None:
@@ -204,13 +336,7 @@ def _discover_vendor_file(
     rec = recognise(header, folder, profiles, setting.profile if setting else None)
     if rec.profile is None:
         found.unknown.append(rel)
-        hint = ""
-        if rec.closest is not None and rec.closest.matched:
-            hint = (
-                f"; closest profile {rec.closest.profile.name} lacks "
-                f"{', '.join(rec.closest.missing)}"
-            )
-        found.not_loaded[rel] = rec.reason + hint
+        found.not_loaded[rel] = rec.reason + _closest_note(rec.closest)
         return
     output = rec.profile.output(export)
     if output is None:
@@ -229,7 +355,8 @@ def _discover_vendor_file(
     elif period is None:
         source = "data"
     version = version_from_name(path.name)
-    found.deliveries.append(Delivery(export, period, version, path, rec.profile, source))
+    feeds = rec.profile.feeds(header)
+    found.deliveries.append(Delivery(export, period, version, path, rec.profile, source, feeds))
     found.recognised[rel] = rec.reason
 
 
@@ -351,6 +478,15 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+@dataclass(frozen=True)
+class SiblingFacts:
+    """What a vendor file gives another export it feeds: enough to give the file one period
+    and to check the re-delivery in every export at once."""
+
+    rows: int  # loadable rows
+    latest: date | None  # latest date of that export's dating columns
+
+
 @dataclass
 class _Plan:
     """What to do with one delivery, decided before the bulk typing step."""
@@ -362,6 +498,7 @@ class _Plan:
     new: bool = False  # new content: read from the archive copy when its batch is typed
     error: str | None = None  # new content that cannot be read
     parsed: ParsedFile | None = None  # new content, typed; new False = a duplicate
+    siblings: dict[str, SiblingFacts] = field(default_factory=dict)
 
 
 def plan_deliveries(
@@ -408,11 +545,38 @@ def split_delivery(
     name: str,
     profile: Profile | None,
     config: SourcesConfig | None = None,
+    hint: str | None = None,
 ) -> SplitFile:
-    """Our own format by the contract, a vendor file through its profile."""
-    if profile is None:
-        return split_export_bytes(data, export, name)
-    return split_vendor_bytes(data, export, name, profile, config)
+    """Our own format by the contract, a vendor file through its profile; `hint` is added to
+    the error of a file that cannot be read as a whole."""
+    try:
+        if profile is None:
+            return split_export_bytes(data, export, name)
+        return split_vendor_bytes(data, export, name, profile, config)
+    except FileError as e:
+        if hint is None:
+            raise
+        raise FileError(f"{e} {hint}") from e
+
+
+def sibling_facts(
+    data: bytes,
+    delivery: Delivery,
+    config: SourcesConfig | None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> dict[str, SiblingFacts]:
+    """Rows and latest date of every other export a vendor file feeds (read, not loaded)."""
+    facts: dict[str, SiblingFacts] = {}
+    if delivery.profile is None:
+        return facts
+    for other in delivery.siblings:
+        try:
+            split = split_vendor_bytes(data, other, delivery.path.name, delivery.profile, config)
+        except FileError:
+            continue  # that export's own load names the problem
+        parsed = type_split_files([split], con)[0]
+        facts[other] = SiblingFacts(parsed.rows.num_rows, latest_date(parsed))
+    return facts
 
 
 def load_plan(
@@ -424,7 +588,7 @@ def load_plan(
     """Record one delivery in ONE transaction: rows, quarantine, manifest, supersede marks."""
     delivery, file_id, name = plan.delivery, plan.file_id, plan.delivery.path.name
     loaded_at = _now()
-    period = delivery.period or period_from_data(plan.parsed, loaded_at)
+    period = delivery.period or file_period(plan.parsed, plan.siblings, loaded_at)
     base = dict(
         file_id=file_id,
         export=delivery.export,
@@ -437,6 +601,7 @@ def load_plan(
         loaded_at=loaded_at,
         profile=delivery.profile.name if delivery.profile else None,
         period_source=delivery.period_source if delivery.period else "data",
+        source_system=delivery.source_system,
     )
     empty = dict(rows_total=0, rows_loaded=0, rows_quarantined=0)
     con.begin()
@@ -466,8 +631,8 @@ def load_plan(
         raise
 
 
-def period_from_data(parsed: ParsedFile | None, loaded_at: datetime) -> str:
-    """The latest plausible date of the export's dating columns (YYYY-MM-DD), else the load date."""
+def latest_date(parsed: ParsedFile | None) -> date | None:
+    """The latest date of the export's dating columns in a typed file, or None."""
     latest = None
     if parsed is not None:
         for col in EXPORTS[parsed.export].period_columns:
@@ -476,7 +641,40 @@ def period_from_data(parsed: ParsedFile | None, loaded_at: datetime) -> str:
                 if top is not None:
                     top = top.date() if isinstance(top, datetime) else top
                     latest = top if latest is None else max(latest, top)
-    return (latest or loaded_at.date()).isoformat()
+    return latest
+
+
+def period_from_data(parsed: ParsedFile | None, loaded_at: datetime) -> str:
+    """The latest plausible date of the export's dating columns (YYYY-MM-DD), else the load date."""
+    return (latest_date(parsed) or loaded_at.date()).isoformat()
+
+
+def file_period(
+    parsed: ParsedFile | None, siblings: dict[str, SiblingFacts], loaded_at: datetime
+) -> str:
+    """A file's period from its data: the latest date over every export it feeds, so all of
+    them share one period (and one delivery series) whichever export is loaded first."""
+    dates = [d for d in [latest_date(parsed), *(f.latest for f in siblings.values())] if d]
+    return (max(dates) if dates else loaded_at.date()).isoformat()
+
+
+def _replaced(
+    con: duckdb.DuckDBPyConnection, export: str, base: dict
+) -> tuple[int, str | None, list[str]]:
+    """Rows, names and ids of the active deliveries of `export` in this file's series that a
+    load of it would replace (its own version or lower)."""
+    rows = con.execute(
+        "SELECT rows_loaded, file_name, file_id FROM manifest "
+        "WHERE export = ? AND source_system = ? AND period = ? AND status = 'active' "
+        "AND version <= ? AND file_id <> ? ORDER BY version, file_name",
+        [export, base["source_system"], base["period"], base["version"], base["file_id"]],
+    ).fetchall()
+    names = ", ".join(r[1] for r in rows) or None
+    return sum(r[0] for r in rows), names, [r[2] for r in rows]
+
+
+def _series_text(base: dict, export: str) -> str:
+    return f"{export} {base['period']} from {base['source_system']}"
 
 
 def _shrink_block(
@@ -486,31 +684,39 @@ def _shrink_block(
     config: SourcesConfig,
     active: list[ManifestRow],
 ) -> str | None:
-    """Why a re-delivery with far fewer rows must not replace the delivery it would supersede
-    (`active`: the period's active deliveries; none, and nothing is replaced)."""
+    """Why a re-delivery with far fewer rows must not replace what it would supersede
+    (`active`: the series' active deliveries of this export).
+
+    Checked for every export the file feeds (the siblings' rows were read with it), so a file
+    is loaded, or blocked, in all of its exports alike."""
     parsed = plan.parsed
     assert parsed is not None
-    if not active:
-        return None
+    if not active and not plan.siblings:
+        return None  # nothing it could replace
     setting = config.for_file(plan.delivery.path.parent.name, plan.delivery.path.name)
     if setting is not None and setting.allow_shrink:
         return None
-    row = con.execute(
-        "SELECT sum(rows_loaded), string_agg(file_name, ', ') FROM manifest "
-        "WHERE export = ? AND period = ? AND status = 'active' AND version <= ?",
-        [base["export"], base["period"], base["version"]],
-    ).fetchall()[0]
-    before, names = (row[0] or 0), row[1]
-    after = parsed.rows.num_rows
-    if before == 0 or after >= before * config.min_redelivery_share:
-        return None
-    return (
-        f"re-delivery check: {base['file_name']} would replace {names} ({before} rows) for "
-        f"{base['export']} {base['period']} but has only {after} loadable row(s) "
-        f"({after / before:.0%}, below {config.min_redelivery_share:.0%}); it was not loaded "
-        f"and {names} still counts. If the smaller delivery is right, add to sources.yml: "
-        f'files: {{"{base["file_name"]}": {{allow_shrink: true}}}}'
-    )
+    share = config.min_redelivery_share
+    own = base["export"]
+    counts = [(own, parsed.rows.num_rows)] if active else []
+    counts += [(e, f.rows) for e, f in plan.siblings.items()]
+    for export, after in counts:
+        before, names, _ = _replaced(con, export, base)
+        if before == 0 or after >= before * share:
+            continue
+        also = (
+            ""
+            if export == own
+            else f" (the file's {export} rows; the file feeds {own} too and is blocked as a whole)"
+        )
+        return (
+            f"re-delivery check: {base['file_name']} would replace {names} ({before} rows) for "
+            f"{_series_text(base, export)} but has only {after} loadable row(s){also} "
+            f"({after / before:.0%}, below {share:.0%}); it was not loaded "
+            f"and {names} still counts. If the smaller delivery is right, add to sources.yml: "
+            f'files: {{"{base["file_name"]}": {{allow_shrink: true}}}}'
+        )
+    return None
 
 
 def _load_parsed(
@@ -522,8 +728,7 @@ def _load_parsed(
 ) -> None:
     delivery, parsed = plan.delivery, plan.parsed
     assert parsed is not None
-    period = base["period"]
-    active = active_deliveries(con, delivery.export, period)
+    active = active_deliveries(con, delivery.export, base["source_system"], base["period"])
     newer = [m for m in active if m.version > delivery.version]
     blocked = None if newer else _shrink_block(con, plan, base, config, active)
     if blocked is not None:
@@ -542,19 +747,40 @@ def _load_parsed(
         result.files_failed.append((base["file_name"], blocked))
         return
     status, superseded_by = "active", None
+    notes = []
+    replaced_rows, replaced_names = None, None
     if newer:
         # a late re-delivery of an older version: kept for history, never counted
         status, superseded_by = "superseded", newer[-1].file_id
         result.files_superseded += 1
     elif active:
-        con.execute(
-            "UPDATE manifest SET status = 'superseded', superseded_by = ? "
-            "WHERE export = ? AND period = ? AND status = 'active' AND version <= ?",
-            [plan.file_id, delivery.export, period, delivery.version],
-        )
-        result.files_superseded += len(active)
-    _insert_rows(con, parsed, plan.file_id, period, delivery.version, base["loaded_at"])
-    notes = []
+        before, replaced_names, ids = _replaced(con, delivery.export, base)
+        if ids:
+            replaced_rows = before
+            con.execute(
+                "UPDATE manifest SET status = 'superseded', superseded_by = ? "
+                "WHERE export = ? AND status = 'active' AND list_contains(?, file_id)",
+                [plan.file_id, delivery.export, ids],
+            )
+            # what else the replaced files fed and this one does not give: it goes with them
+            con.execute(
+                "UPDATE manifest SET status = 'superseded', superseded_by = ? "
+                "WHERE status = 'active' AND list_contains(?, file_id) "
+                "AND NOT list_contains(?, export)",
+                [plan.file_id, ids, list(delivery.feeds or (delivery.export,))],
+            )
+            result.files_superseded += len(ids)
+            after = parsed.rows.num_rows
+            if before and after < before * config.notice_redelivery_share:
+                notice = (
+                    f"re-delivery with fewer rows: {base['file_name']} replaced {replaced_names} "
+                    f"for {_series_text(base, delivery.export)} with {after} row(s) instead of "
+                    f"{before} ({1 - after / before:.0%} fewer); loaded. If rows are missing, "
+                    "ask the sender for a complete export"
+                )
+                notes.append(notice)
+                result.shrunk.append((base["file_name"], notice))
+    _insert_rows(con, parsed, plan.file_id, base["period"], delivery.version, base["loaded_at"])
     if parsed.ignored_columns:
         notes.append(
             "columns not in the contract kept in _extra: " + ", ".join(parsed.ignored_columns)
@@ -573,6 +799,8 @@ def _load_parsed(
         status=status,
         superseded_by=superseded_by,
         message="; ".join(notes) or None,
+        replaced_rows=replaced_rows,
+        replaced_files=replaced_names,
     )
     result.files_loaded += 1
     result.rows_loaded += parsed.rows.num_rows
@@ -594,9 +822,10 @@ def load_deliveries(
         if not plan.new:
             return None
         d = plan.delivery
-        return split_delivery(
-            archived_bytes(settings, plan), d.export, d.path.name, d.profile, config
-        )
+        data = archived_bytes(settings, plan)
+        split = split_delivery(data, d.export, d.path.name, d.profile, config, d.hint)
+        plan.siblings = sibling_facts(data, d, config, con)
+        return split
 
     for plan, parsed, error in typed_in_batches(plans, read, con):
         plan.parsed, plan.error = parsed, error
@@ -689,7 +918,8 @@ def ingest_export(
     if export not in EXPORTS:
         raise KeyError(f"unknown export {export!r}; known: {', '.join(EXPORTS)}")
     config = load_sources_config(settings.sources_dir)
-    found = discover_export(settings.sources_dir, export, config=config)
+    profiles = load_profiles(settings.sources_dir)
+    found = discover_export(settings.sources_dir, export, profiles, config)
     deliveries, moving = settle_files(found.deliveries, settle_seconds, on_wait=on_wait)
     result = IngestResult(
         export=export,
@@ -704,10 +934,15 @@ def ingest_export(
         },
     )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
-    with db.connect(settings.raw_db) as con:
-        ensure_raw_schema(con)
+    with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
+        ensure_raw_schema(con, vendor_names(profiles))
         load_deliveries(con, settings, deliveries, result, config)
     return result
+
+
+def vendor_names(profiles: dict[str, Profile]) -> dict[str, str]:
+    """Profile name -> vendor (the source system of the files it reads)."""
+    return {name: p.vendor for name, p in profiles.items()}
 
 
 def ingest_all(settings: Settings) -> dict[str, IngestResult]:
@@ -727,8 +962,8 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
     left as it is. Every archive file is checked against its hash before anything is dropped,
     so a missing or altered archive aborts with the data untouched. Returns rows per export.
     """
-    with db.connect(settings.raw_db) as con:
-        ensure_raw_schema(con)
+    with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
+        ensure_raw_schema(con, vendor_names(load_profiles(settings.sources_dir)))
         plan = con.execute(
             "SELECT file_id, export, file_name, archive_path, period, version, loaded_at, profile "
             "FROM manifest WHERE status IN ('active', 'superseded') "

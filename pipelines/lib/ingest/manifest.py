@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.lib.contracts import EXPORTS, Export
+from pipelines.lib.ingest.profiles import CONTRACT_SOURCE
 from pipelines.lib.ingest.reader import duckdb_type
 
 STATUSES = ("active", "superseded", "duplicate", "failed")
@@ -37,7 +38,10 @@ CREATE TABLE IF NOT EXISTS manifest (
     superseded_by VARCHAR,
     message VARCHAR,                   -- one row per (file_id, export, file_name): the loader checks it
     profile VARCHAR,                   -- vendor profile that read the file; NULL = our own format
-    period_source VARCHAR              -- where the period came from: file name, sources.yml, data
+    period_source VARCHAR,             -- where the period came from: file name, sources.yml, data
+    source_system VARCHAR,             -- the tool that wrote it (profile vendor, talent-metrics)
+    replaced_rows BIGINT,              -- rows of the deliveries it superseded on loading
+    replaced_files VARCHAR             -- their file names
 )
 """
 
@@ -45,6 +49,9 @@ CREATE TABLE IF NOT EXISTS manifest (
 MANIFEST_MIGRATIONS = (
     "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS profile VARCHAR",
     "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS period_source VARCHAR",
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS source_system VARCHAR",
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS replaced_rows BIGINT",
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS replaced_files VARCHAR",
 )
 
 QUARANTINE_DDL = """
@@ -72,11 +79,31 @@ def export_table_ddl(export: Export) -> str:
     return f'CREATE TABLE IF NOT EXISTS "{export.name}" (\n    ' + ",\n    ".join(cols) + "\n)"
 
 
-def ensure_raw_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the manifest, the quarantine and one table per export if they do not exist."""
+def ensure_raw_schema(
+    con: duckdb.DuckDBPyConnection, vendors: dict[str, str] | None = None
+) -> None:
+    """Create the manifest, the quarantine and one table per export if they do not exist.
+
+    Deliveries recorded before the manifest knew source systems get theirs from the profile
+    that read them (`vendors`: profile name -> vendor; a profile not listed stands for itself)
+    or, read by the contract, our own format.
+    """
     con.execute(MANIFEST_DDL)
     for statement in MANIFEST_MIGRATIONS:
         con.execute(statement)
+    unset = con.execute(
+        "SELECT DISTINCT profile FROM manifest WHERE source_system IS NULL"
+    ).fetchall()
+    for (profile,) in unset:
+        if profile is None or profile.startswith("contract-"):
+            system = CONTRACT_SOURCE
+        else:
+            system = (vendors or {}).get(profile, profile)
+        con.execute(
+            "UPDATE manifest SET source_system = ? WHERE source_system IS NULL "
+            "AND profile IS NOT DISTINCT FROM ?",
+            [system, profile],
+        )
     con.execute(QUARANTINE_DDL)
     for export in EXPORTS.values():
         con.execute(export_table_ddl(export))
@@ -90,6 +117,7 @@ class ManifestRow:
     version: int
     status: str
     message: str | None
+    rows_loaded: int = 0
 
 
 def known_deliveries(
@@ -124,11 +152,13 @@ def deliveries_by_content(
 
 
 def active_deliveries(
-    con: duckdb.DuckDBPyConnection, export: str, period: str
+    con: duckdb.DuckDBPyConnection, export: str, source_system: str, period: str
 ) -> list[ManifestRow]:
+    """The active deliveries of one delivery series: (export, source system, period)."""
     rows = con.execute(
-        "SELECT file_id, file_name, period, version, status, message FROM manifest "
-        "WHERE export = ? AND period = ? AND status = 'active' ORDER BY version, file_name",
-        [export, period],
+        "SELECT file_id, file_name, period, version, status, message, rows_loaded FROM manifest "
+        "WHERE export = ? AND source_system = ? AND period = ? AND status = 'active' "
+        "ORDER BY version, file_name",
+        [export, source_system, period],
     ).fetchall()
     return [ManifestRow(*r) for r in rows]

@@ -8,13 +8,17 @@ column: which vendor column(s) to read, a constant, a template, a value map or a
 
 `<sources>/sources.yml` settles what a header alone cannot: which profile a file uses, its
 period, a service-to-cluster map, and re-deliveries that may shrink on purpose.
+
+A profile's `vendor` is also the file's source system: deliveries of one export from two tools
+(ServiceNow beside PagerDuty, BambooHR beside Personio during a migration) are two delivery
+series, and a correction only ever replaces a delivery of its own tool (`source_system`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +31,8 @@ from pipelines.lib.contracts import EXPORTS, Export
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 BUILTIN_DIR = Path(__file__).parent / "profiles"
+# the source system of a file in our own export format (the contracts' profiles say the same)
+CONTRACT_SOURCE = "talent-metrics"
 
 
 class ProfileError(ValueError):
@@ -36,6 +42,21 @@ class ProfileError(ValueError):
 def norm(name: str) -> str:
     """Header spelling used for matching: case-folded, BOM and repeated blanks removed."""
     return " ".join(str(name).replace("\ufeff", "").strip().casefold().split())
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A test on a vendor record that switches a rule to another (`when` in a profile).
+
+    Holds when one of `columns` is in the header and its first non-empty value (normalised)
+    is one of `values`, or, with `is_set`, when that value is set (True) or empty (False). A
+    `0` counts as empty: Moodle and others write it for a time that was never set. A
+    condition on columns the header lacks never holds.
+    """
+
+    columns: tuple[str, ...]
+    values: frozenset[str] | None = None
+    is_set: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -53,12 +74,38 @@ class Rule:
     by_position: tuple[str, ...] = ()  # in a split output: value for item 1, 2, ... (last repeats)
     from_service: bool = False  # cluster from sources.yml service map, else the service itself
     plus_seconds: str | None = None  # a timestamp: this column's seconds added (time to ack)
+    # one full-name column instead of first and last name (Workday's `Worker`): the `part`
+    # ("first" or "last") of the first non-empty one, split as `name_order` says
+    full_name: tuple[str, ...] = ()
+    part: str | None = None
+    name_order: str = "first last"
+    # checked first, in order: the first condition that holds fills the column with its rule
+    when: tuple[tuple[Condition, Rule], ...] = ()
 
     def sources(self) -> tuple[str, ...]:
         found = tuple(self.columns) + ((self.plus_seconds,) if self.plus_seconds else ())
+        found += self.full_name
         if self.template:
             found += tuple(re.findall(r"{([^{}]+)}", self.template))
         return found
+
+    def all_sources(self) -> tuple[str, ...]:
+        """Every header this rule may read, its conditions' and alternatives' included."""
+        found = self.sources()
+        for cond, alt in self.when:
+            found += cond.columns + alt.all_sources()
+        return found
+
+    def fillable(self, present: set[str]) -> bool:
+        """Whether a header (normalised names) can give this column a value at all."""
+        if self.value is not None or self.file_name or self.by_position:
+            return True
+        if any(norm(h) in present for h in self.sources()):
+            return True
+        return any(
+            any(norm(c) in present for c in cond.columns) and alt.fillable(present)
+            for cond, alt in self.when
+        )
 
 
 @dataclass(frozen=True)
@@ -79,10 +126,12 @@ def absent_sources(output: Output, header: list[str]) -> list[str]:
     absent = []
     for col in export.required_columns:
         rule = output.rules[col]
-        if rule.value is not None or rule.file_name or rule.by_position:
-            continue
-        if not any(norm(h) in present for h in rule.sources()):
-            absent.append(f"{col} (from {' or '.join(rule.sources())})")
+        if not rule.fillable(present):
+            absent.append(f"{col} (from {' or '.join(dict.fromkeys(rule.all_sources()))})")
+    one_of = [c for c in export.require_one_of if c in output.rules]
+    if one_of and not any(output.rules[c].fillable(present) for c in one_of):
+        sources = [h for c in one_of for h in output.rules[c].all_sources()]
+        absent.append(f"{' or '.join(one_of)} (from {' or '.join(dict.fromkeys(sources))})")
     return absent
 
 
@@ -107,12 +156,25 @@ class Profile:
         return tuple(o.export for o in self.outputs)
 
     def used_headers(self) -> set[str]:
-        return {norm(h) for o in self.outputs for r in o.rules.values() for h in r.sources()}
+        return {norm(h) for o in self.outputs for r in o.rules.values() for h in r.all_sources()}
+
+    def feeds(self, header: list[str]) -> tuple[str, ...]:
+        """The exports a file with this header gives (all of whose required columns it fills)."""
+        return tuple(o.export for o in self.outputs if not absent_sources(o, header))
+
+
+def source_system(profile: Profile | None) -> str:
+    """The tool a delivery comes from: its profile's vendor, or our own format."""
+    return profile.vendor if profile is not None else CONTRACT_SOURCE
 
 
 # --- reading profiles --------------------------------------------------------------------------
 
 _RULE_KEYS = {
+    "full_name",
+    "part",
+    "name_order",
+    "when",
     "column",
     "columns",
     "value",
@@ -135,6 +197,26 @@ def _as_tuple(v: object) -> tuple[str, ...]:
     if isinstance(v, list | tuple):
         return tuple(str(x) for x in v)
     return (str(v),)
+
+
+_CONDITION_KEYS = {"column", "columns", "in", "set", "then"}
+
+
+def _condition(spec: object, where: str) -> tuple[Condition, Rule]:
+    if not isinstance(spec, dict):
+        raise ProfileError(f"{where}: a `when` entry is a mapping (column, in or set, then)")
+    unknown = set(spec) - _CONDITION_KEYS
+    if unknown:
+        raise ProfileError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: "
+            f"{', '.join(sorted(_CONDITION_KEYS))}"
+        )
+    columns = _as_tuple(spec.get("column")) + _as_tuple(spec.get("columns"))
+    if not columns or "then" not in spec or ("in" in spec) == ("set" in spec):
+        raise ProfileError(f"{where}: give `column`, one of `in` or `set`, and `then`")
+    values = frozenset(norm(v) for v in _as_tuple(spec["in"])) if "in" in spec else None
+    is_set = bool(spec["set"]) if "set" in spec else None
+    return Condition(columns, values, is_set), _rule(spec["then"], f"{where}.then")
 
 
 def _rule(spec: object, where: str) -> Rule:
@@ -162,16 +244,36 @@ def _rule(spec: object, where: str) -> Rule:
         by_position=_as_tuple(spec.get("by_position")),
         from_service=bool(spec.get("from_service")),
         plus_seconds=spec.get("plus_seconds"),
+        full_name=_as_tuple(spec.get("full_name")),
+        part=spec.get("part"),
+        name_order=str(spec.get("name_order", "first last")),
+        when=tuple(
+            _condition(c, f"{where}.when[{i}]") for i, c in enumerate(spec.get("when") or ())
+        ),
     )
+    if rule.full_name and rule.part not in ("first", "last"):
+        raise ProfileError(f"{where}: `full_name` needs `part: first` or `part: last`")
+    if rule.name_order not in ("first last", "last first"):
+        raise ProfileError(f"{where}: `name_order` is `first last` or `last first`")
     if not (
         rule.columns
         or rule.value is not None
         or rule.template
         or rule.file_name
         or rule.by_position
+        or rule.full_name
+        or rule.when
     ):
-        raise ProfileError(f"{where}: give `column`, `value`, `template` or `file_name`")
+        raise ProfileError(
+            f"{where}: give `column`, `value`, `template`, `file_name`, `full_name` or `when`"
+        )
     return rule
+
+
+def _with_formats(rule: Rule, formats: tuple[str, ...]) -> Rule:
+    """The profile's formats for a date or timestamp column, its alternatives' included."""
+    when = tuple((c, _with_formats(alt, formats)) for c, alt in rule.when)
+    return replace(rule, formats=rule.formats or formats, when=when)
 
 
 def _output(export_name: str, spec: dict, formats: dict, where: str) -> Output:
@@ -188,8 +290,8 @@ def _output(export_name: str, spec: dict, formats: dict, where: str) -> Output:
             )
         rule = _rule(rule_spec, f"{where}.columns.{col}")
         ctype = export.column(col).type
-        if not rule.formats and ctype in formats:
-            rule = Rule(**{**rule.__dict__, "formats": _as_tuple(formats[ctype])})
+        if ctype in formats:
+            rule = _with_formats(rule, _as_tuple(formats[ctype]))
         rules[col] = rule
     missing = [c for c in export.required_columns if c not in rules]
     if missing:
@@ -291,6 +393,9 @@ class SourcesConfig:
     # a re-delivery keeping fewer than this share of the rows it replaces is blocked
     min_redelivery_share: float = 0.5
     origin: str | None = None
+    # a re-delivery keeping fewer than this share (but at least the blocking one) loads and is
+    # named in the run summary with both files and the share
+    notice_redelivery_share: float = 0.8
 
     def for_file(self, folder: str, name: str) -> FileSetting | None:
         for s in self.files:
@@ -327,8 +432,21 @@ def load_sources_config(sources_dir: Path | None) -> SourcesConfig:
             )
         )
     clusters = {norm(k): str(v) for k, v in (data.get("service_clusters") or {}).items()}
-    share = float(data.get("min_redelivery_share", 0.5))
-    return SourcesConfig(tuple(files), clusters, share, "sources.yml")
+    shares = {}
+    for key, default in (("min_redelivery_share", 0.5), ("notice_redelivery_share", 0.8)):
+        try:
+            shares[key] = float(data.get(key, default))
+        except (TypeError, ValueError) as e:
+            raise ProfileError(f"sources.yml: {key} is a share between 0 and 1") from e
+        if not 0 <= shares[key] <= 1:
+            raise ProfileError(f"sources.yml: {key} is a share between 0 and 1")
+    return SourcesConfig(
+        tuple(files),
+        clusters,
+        shares["min_redelivery_share"],
+        "sources.yml",
+        max(shares["notice_redelivery_share"], shares["min_redelivery_share"]),
+    )
 
 
 # --- recognition ---------------------------------------------------------------------------------

@@ -501,13 +501,18 @@ def read_table(
 def peek_header(path: Path, limit: int = 65536) -> list[str]:
     """The header of a delivery without reading all of it (a workbook is read whole)."""
     with open(path, "rb") as fh:
-        head = fh.read(limit)
+        head = fh.read(4096)  # a header line is short: read more only when it is not
+        if b"\n" not in head and b"\r" not in head:
+            head += fh.read(limit - len(head))
     if head.startswith(XLSX_MAGIC):
         return read_table(Path(path).read_bytes(), Path(path).name).header
     if not head.strip(b" \t\r\n\xef\xbb\xbf"):
         raise FileError(f"{Path(path).name}: the file is empty.")
-    text = head.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    first = text.split("\n", 1)[0]
+    line = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n", 1)[0]
+    try:  # the header as the whole file will be decoded: UTF-8 (BOM or not), else Windows-1252
+        first = line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        first = line.decode("cp1252", errors="replace")
     return next(csv.reader(io.StringIO(first), delimiter=detect_delimiter(first)), [])
 
 

@@ -15,7 +15,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
 from pipelines.lib.contracts import EXPORTS
-from pipelines.lib.ingest.profiles import Output, Profile, Rule, SourcesConfig, norm, score
+from pipelines.lib.ingest.profiles import (
+    Condition,
+    Output,
+    Profile,
+    Rule,
+    SourcesConfig,
+    norm,
+    score,
+)
 from pipelines.lib.ingest.reader import (
     FileError,
     RawTable,
@@ -154,6 +162,9 @@ def _apply(
 ) -> str | None:
     if rule.by_position:
         return rule.by_position[0]
+    for condition, alternative in rule.when:
+        if _holds(condition, record, index):
+            return _apply(alternative, record, index, file_name, ctype, config)
     value, source = _raw_value(rule, record, index, file_name)
     if rule.from_service:
         value = config.service_clusters.get(norm(value or ""), value)
@@ -184,18 +195,63 @@ def _plus_seconds(value: str, column: str, record: list[str], index: dict[str, i
     return (start + timedelta(seconds=float(seconds))).isoformat(sep=" ")
 
 
+def _holds(condition: Condition, record: list[str], index: dict[str, int]) -> bool:
+    """Whether a `when` condition holds for this record (see `Condition`)."""
+    present = [index[norm(c)] for c in condition.columns if norm(c) in index]
+    if not present:
+        return False
+    value = next((record[i].strip() for i in present if record[i].strip()), "")
+    if condition.is_set is not None:
+        return (value not in ("", "0")) == condition.is_set
+    return condition.values is not None and norm(value) in condition.values
+
+
+# name suffixes that follow a comma without making the name "Last, First"
+_NAME_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv", "phd", "ph.d.", "md", "m.d."}
+
+
+def name_part(full: str, part: str, order: str = "first last") -> str:
+    """The first or last name of a full name, as one column of an export writes it.
+
+    "Last, First" (a comma) is split at the comma; otherwise the profile's `order` says where
+    the last name is: the last word ("first last") or the first ("last first"). A trailing
+    "(id)" some tools append is dropped. Names are only used to link people by their full name,
+    which joins the two parts again, so any split of a multi-word name links the same; a single
+    word is both parts.
+    """
+    text = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", full).strip()
+    if "," in text:
+        last, _, first = (t.strip() for t in text.partition(","))
+        if first.casefold() not in _NAME_SUFFIXES and last and first:
+            return first if part == "first" else last
+    words = text.split()
+    if len(words) < 2:
+        return text
+    if order == "last first":
+        last, first = words[0], " ".join(words[1:])
+    else:
+        first, last = " ".join(words[:-1]), words[-1]
+    return first if part == "first" else last
+
+
 def _raw_value(
     rule: Rule, record: list[str], index: dict[str, int], file_name: str
 ) -> tuple[str | None, str]:
     """The vendor value for a rule, and where it came from (for quarantine reasons).
 
-    The first non-empty of: the listed columns, the template, the file name, the constant (a
-    constant next to columns is the value when the export lacks them or leaves them empty).
+    The first non-empty of: the listed columns, the part of a full-name column, the template,
+    the file name, the constant (a constant next to columns is the value when the export lacks
+    them or leaves them empty).
     """
     for name in rule.columns:
         i = index.get(norm(name))
         if i is not None and record[i].strip():
             return record[i].strip(), f"column {name!r}"
+    for name in rule.full_name:
+        i = index.get(norm(name))
+        if i is not None and record[i].strip():
+            part = name_part(record[i], rule.part or "first", rule.name_order)
+            return part or None, f"column {name!r}"
     if rule.template is not None:
 
         def field(m: re.Match) -> str:
