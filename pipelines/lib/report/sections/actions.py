@@ -27,7 +27,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pipelines.lib.report.data import Marts, coverage_hidden
-from pipelines.lib.report.fmt import fig, nice, num, sentence, signed, usd
+from pipelines.lib.report.fmt import fig, num, sentence, signed, usd
 from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table
@@ -385,7 +385,3 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
             )
         )
     return section
-
-
-def nice_size(size: str) -> str:
-    return nice(size)

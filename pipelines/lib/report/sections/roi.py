@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -44,7 +43,13 @@ from pipelines.lib.report.sections.effects import (
     status_tag,
 )
 from pipelines.lib.report.suppression import is_small, mask_label, shown, suppression_mask
-from pipelines.lib.roi.assumptions import SOURCE_TYPES, Assumption, RoiInputError, load_assumptions
+from pipelines.lib.roi.assumptions import (
+    SOURCE_TYPES,
+    Assumption,
+    RoiInputError,
+    base_params,
+    load_assumptions,
+)
 from pipelines.lib.roi.evidence import (
     EFFECT_METRICS,
     Component,
@@ -261,8 +266,6 @@ def price_windows(
         assumed = warehouse_assumptions(load_assumptions(assumptions_path), _effect_frame(effects))
     except RoiInputError as exc:
         return str(exc)
-    from pipelines.lib.roi.assumptions import base_params
-
     params = base_params(assumed)
     ev = evidence_of(effects)
     quarters = sorted(d for d in bp["period_start"].to_list() if d <= q.start)
@@ -689,8 +692,3 @@ def payback_text(h: Headline) -> str:
     if m is None or math.isinf(m):
         return "does not pay back on the returns measured here"
     return f"pays back in {m:.1f} months"
-
-
-def first_quarter(marts: Marts) -> date | None:
-    bp = _by_period(marts)
-    return None if bp is None or bp.is_empty() else min(bp["period_start"].to_list())
