@@ -53,3 +53,12 @@ def test_hiring_to_the_template_is_priced_at_the_middle_of_the_seed_band():
 def test_a_team_above_its_template_needs_no_hire():
     plans = role_plans(_small_team(ops=5), CostBasis(SALARY, 15_400))
     assert sum(p.hires for p in plans) == 0
+
+
+def test_empty_seats_are_filled_by_moving_engineers_of_the_role_before_hiring():
+    # operations engineers: team a has 0 of 2 seats, team b 3 of 2 (one above template)
+    rows = pd.concat([_small_team(ops=0).assign(team="a"), _small_team(ops=3).assign(team="b")])
+    ops = {p.role: p for p in role_plans(rows, CostBasis(SALARY, 15_400))}["operations_engineer"]
+    assert (ops.short, ops.surplus, ops.hires) == (2, 1, 1)
+    # the one hire is priced at the mean salary of the empty seats (levels 2-3)
+    assert ops.hire_cost == pytest.approx((110_000 + 150_000) / 2)

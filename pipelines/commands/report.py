@@ -19,11 +19,11 @@ def command(
     warehouse_dir: Path = options.WAREHOUSE_DIR,
     out: Path = options.REPORTS_DIR,
     min_group_size: int = options.MIN_GROUP_SIZE,
-    coverage_target: float = typer.Option(
-        0.80, "--coverage-target", help="Target share of engineers meeting their role requirements."
-    ),
 ) -> None:
-    """Render <reports-dir>/<quarter>/talent-report.html and .pdf."""
+    """Render <reports-dir>/<quarter>/talent-report.html and .pdf.
+
+    Targets are not a flag: they are set, each with its owner, in the assumptions file
+    (TALENT_ASSUMPTIONS, `targets:`); without one the report says "no target set"."""
     from pipelines.lib.report import latest_complete_quarter, render_report
 
     s = options.settings_from_cli(
@@ -39,11 +39,10 @@ def command(
             q,
             s.reports_dir,
             min_group_size=s.min_group_size,
-            coverage_target=coverage_target,
             assumptions_path=s.assumptions_file,
             restricted_db=s.build_db,
         )
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:  # RoiInputError is a ValueError
         typer.echo(f"talent report: {exc}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(f"Report {result['quarter']}: {result['html']}")

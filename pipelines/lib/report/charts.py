@@ -1,9 +1,13 @@
 """Charts as inline SVG: matplotlib, no browser, no network, readable in black and white.
 
-Colours come from the Okabe-Ito palette (safe for the common colour-vision deficiencies), and
-every series also differs by marker, line style or hatch and carries a text label, so a printed
-grey-scale page still reads. Text stays text in the SVG (`svg.fonttype = none`) so the browser
-and WeasyPrint use the system fonts and the words remain searchable in the PDF.
+Every chart is drawn at the printed text width (`WIDTH_IN`, 178 mm: A4 less the margins) with a
+fixed size, so the SVG prints at its own scale and the smallest text is `MIN_PT` points on
+paper; legends sit inside the figure, never beside it (a legend outside would widen the SVG and
+shrink every letter in print). Colours come from the Okabe-Ito palette (safe for the common
+colour-vision deficiencies), every series also differs by marker, line style or hatch and carries
+a text label, so a grey-scale page still reads. Text stays text in the SVG (`svg.fonttype = none`)
+so the words remain searchable in the PDF. Each chart carries a real accessible name: a sentence
+saying what it shows (`alt`), as `aria-label` and as the SVG's `<title>`.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")  # no display on servers; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from markupsafe import Markup, escape  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from pipelines.lib.report.fmt import money as _money  # noqa: E402
@@ -38,15 +44,22 @@ MARKERS = ["o", "s", "^", "D", "v", "P"]
 LINES = ["-", "--", "-.", ":", "-", "--"]
 HATCHES = ["", "//", "..", "xx", "\\\\", "++"]
 
+# A4 (210 mm) less 2 x 16 mm margins = 178 mm = 7.0 in: the width every chart prints at.
+WIDTH_IN = 7.0
+MIN_PT = 9.0  # no text in a chart prints smaller (tests/test_report_charts.py measures it)
 _RC = {
     "svg.fonttype": "none",
     "svg.hashsalt": "talent-report",  # reproducible ids; each chart gets its own prefix below
     # matplotlib ships DejaVu Sans, so the text is measured the same on every machine.
     "font.family": "DejaVu Sans",
-    "font.size": 9,
+    "font.size": 9.5,
+    "axes.labelsize": 9.5,
+    "xtick.labelsize": 9.5,
+    "ytick.labelsize": 9.5,
+    "legend.fontsize": 9.5,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.titlesize": 10,
+    "axes.titlesize": 10.5,
     "axes.titleweight": "bold",
     "axes.titlelocation": "left",
     "axes.edgecolor": "#444444",
@@ -56,17 +69,29 @@ _RC = {
     "legend.frameon": False,
     "figure.dpi": 100,
 }
+LABEL_PT = 9.5  # bar labels and annotations
+_CHAR_PT = 0.62 * LABEL_PT  # average width of a DejaVu Sans character at LABEL_PT
 _counter = itertools.count(1)
 
 
-def _svg(fig, name: str) -> str:
+@dataclass(frozen=True)
+class Chart:
+    """An inline SVG with its caption (HTML text under the chart: status words are tagged there)."""
+
+    name: str
+    svg: str
+    caption: Markup | str = ""
+
+
+def _svg(fig, name: str, alt: str) -> str:
     """Serialise a figure to an `<svg>` element safe to inline next to others.
 
     Matplotlib names clip paths and glyph definitions with ids that can repeat across figures,
-    and duplicate ids in one HTML page make a browser clip the wrong chart: prefix them all.
+    and duplicate ids in one HTML page make a browser clip the wrong chart: prefix them all. The
+    figure keeps its own size (no tight bounding box), so its printed scale is known.
     """
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
@@ -79,16 +104,41 @@ def _svg(fig, name: str) -> str:
     # One pass over the text (a pass per id took seconds on charts with thousands of glyphs).
     text = re.sub(r'(id="|#)([^"\)#\s]+)(?=["\)])', prefixed, text)
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
-    # Responsive: keep the viewBox, let CSS size the element.
+    # Responsive on screen: keep the viewBox, let CSS size the element.
     text = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r"<svg\1", text, count=1)
-    return text.replace(
-        "<svg", f'<svg role="img" aria-label="{name}" class="chart" data-chart="{name}"', 1
+    label = str(escape(alt))
+    text = text.replace(
+        "<svg",
+        f'<svg role="img" aria-label="{label}" class="chart" data-chart="{name}"',
+        1,
     )
+    head = text.index(">") + 1
+    return text[:head] + f"<title>{label}</title>" + text[head:]
+
+
+def _figure(height_in: float):
+    return plt.subplots(figsize=(WIDTH_IN, height_in), layout="constrained")
+
+
+def _finish(fig, ax, title: str, ncols: int = 2) -> None:
+    """The title over the whole figure, from its left edge (an axes title starts at the axes and
+    runs off the figure when the labels are long), and the legend under the axes, inside the
+    figure (constrained layout makes room for both)."""
+    fig.suptitle(title, x=0.005, ha="left", fontsize=_RC["axes.titlesize"], fontweight="bold")
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower left", ncols=ncols, frameon=False)
 
 
 def _pct(ax, axis: str = "y", decimals: int = 0) -> None:
     fmt = FuncFormatter(lambda v, _: f"{v * 100:.{decimals}f} %")
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+
+
+def _axes_width_pt(ax, fig) -> float:
+    """The axes' width in points once the layout is done (for label room)."""
+    fig.canvas.draw()
+    return ax.get_position().width * WIDTH_IN * 72
 
 
 def line_chart(
@@ -97,6 +147,7 @@ def line_chart(
     series: dict[str, Sequence[float | None]],
     *,
     title: str,
+    alt: str,
     percent: bool = True,
     target: float | None = None,
     target_label: str = "target",
@@ -104,61 +155,53 @@ def line_chart(
 ) -> str:
     """Lines over time, each with its own marker and dash, labelled at its last point."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.5))
+        fig, ax = _figure(2.25)
         idx = list(range(len(x)))
+        top = 0.0
         for i, (label, ys) in enumerate(series.items()):
             pts = [(j, y) for j, y in zip(idx, ys, strict=True) if y is not None and y == y]
             if not pts:
                 continue
             xs, vs = zip(*pts, strict=True)
+            top = max([top, *vs])
             colour = OKABE_ITO[SERIES[i % len(SERIES)]]
-            ax.plot(
-                xs,
-                vs,
-                color=colour,
-                marker=MARKERS[i % 6],
-                linestyle=LINES[i % 6],
-                linewidth=1.8,
-                markersize=4,
-                label=label,
-            )
+            ax.plot(xs, vs, color=colour, marker=MARKERS[i % 6], linestyle=LINES[i % 6],
+                    linewidth=1.8, markersize=4, label=label)  # fmt: skip
             last = (
                 f"{vs[-1] * 100:.{1 if abs(vs[-1]) < 0.2 else 0}f} %"
                 if percent
                 else f"{vs[-1]:,.1f}"
             )
-            ax.annotate(
-                last,
-                (xs[-1], vs[-1]),
-                xytext=(5, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-                color=colour,
-            )
+            ax.annotate(last, (xs[-1], vs[-1]), xytext=(5, 0), textcoords="offset points",
+                        va="center", fontsize=LABEL_PT, color=colour)  # fmt: skip
         if target is not None:
+            top = max(top, target)
             ax.axhline(target, color=OKABE_ITO["black"], linestyle=":", linewidth=1.2)
-            ax.annotate(
-                f"{target_label} {target * 100:.0f} %" if percent else target_label,
-                (0, target),
-                xytext=(2, 3),
-                textcoords="offset points",
-                fontsize=8,
-            )
+            ax.annotate(f"{target_label} {target * 100:.0f} %" if percent else target_label,
+                        (0, target), xytext=(2, 3), textcoords="offset points",
+                        fontsize=LABEL_PT)  # fmt: skip
         step = max(1, len(x) // 8)
         ax.set_xticks(idx[::step], [x[i] for i in idx[::step]])
+        ax.set_xlim(-0.3, len(x) - 1 + 1.2)  # room for the last point's label
         if percent:
             _pct(ax)
-            top = max(
-                [target or 0]
-                + [v for ys in series.values() for v in ys if v is not None and v == v]
-                + [0.1]
-            )
-            ax.set_ylim(0, min(1.0, top * 1.15) if top <= 1 else top * 1.15)
+            ax.set_ylim(0, min(1.0, max(top, 0.05) * 1.3) if top <= 1 else top * 1.3)
         ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-        return _svg(fig, name)
+        _finish(fig, ax, title, ncols=len(series) + (1 if target is not None else 0))
+        return _svg(fig, name, alt)
+
+
+def _label_room(
+    starts: Sequence[float], labels: Sequence[str], least: float, ax_pt: float, low: float = 0.0
+) -> float:
+    """The x limit at which every label, drawn from its start, ends inside the axes: with c the
+    share of the axes' width a label takes, x_max >= start + c (x_max - low), so
+    x_max = (start - c low) / (1 - c)."""
+    need = least
+    for s, t in zip(starts, labels, strict=True):
+        c = min(0.8, (len(t) + 1) * _CHAR_PT / ax_pt)
+        need = max(need, (s - c * low) / (1 - c))
+    return need
 
 
 def bar_chart(
@@ -167,6 +210,7 @@ def bar_chart(
     values: Sequence[float | None],
     *,
     title: str,
+    alt: str,
     labels: Sequence[str] | None = None,
     percent: bool = False,
     xlabel: str = "",
@@ -174,33 +218,41 @@ def bar_chart(
     reference_label: str = "template",
     money: bool = False,
 ) -> str:
-    """Horizontal bars with the figure written on each bar; hidden figures draw no bar but keep
-    their label (e.g. `<5`) so the reader sees the group exists. An optional reference (the
-    template) is drawn as a black tick. Rows get tighter as their number grows, so a chart of
-    every team still fits one printed page under its section heading."""
+    """Horizontal bars with the figure written after each bar; hidden figures draw no bar but
+    keep their label (e.g. `<5`) so the reader sees the group exists. An optional reference (the
+    template, a target) is a black tick; a label that would run into its tick starts after it.
+    The axis ends where the longest label ends, so the bars use the width."""
     n = max(3, len(categories))
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, _row_height(n) * n + 0.8))
+        fig, ax = _figure(0.235 * n + 1.0)
         ys = list(range(len(categories)))[::-1]
-        vals = [v if v is not None and v == v else 0 for v in values]
-        ax.barh(ys, vals, color=OKABE_ITO["blue"], height=0.6, label="actual")
-        texts = labels or [f"{v * 100:.0f} %" if percent else f"{v:,.0f}" for v in vals]
-        span = max([abs(v) for v in vals] + [abs(r or 0) for r in (reference or [])] + [1e-9])
-        for y, v, t in zip(ys, vals, texts, strict=True):
-            ax.text(max(v, 0) + span * 0.01, y, t, va="center", fontsize=8)
-        if reference is not None:
-            for k, (y, r) in enumerate(zip(ys, reference, strict=True)):
-                if r is not None:
-                    ax.plot(
-                        [r, r],
-                        [y - 0.38, y + 0.38],
-                        color=OKABE_ITO["black"],
-                        linewidth=2,
-                        label=reference_label if k == 0 else None,
-                    )
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        vals = [v if v is not None and v == v else 0.0 for v in values]
+        refs = list(reference or [None] * len(vals))
+        # bars alone need no legend; beside a reference they are named
+        named = "actual" if any(r is not None for r in refs) else "_nolegend_"
+        ax.barh(ys, vals, color=OKABE_ITO["blue"], height=0.6, label=named)
+        texts = list(labels or [f"{v * 100:.0f} %" if percent else f"{v:,.0f}" for v in vals])
+        span = max([abs(v) for v in vals] + [abs(r or 0) for r in refs] + [1e-9])
         ax.set_yticks(ys, list(categories))
-        ax.set_xlim(min(0, min(vals)) * 1.1, span * 1.18)
+        ax_pt = _axes_width_pt(ax, fig)
+        low = min(0.0, min(vals)) * 1.1
+        pad = span * 0.015
+        starts = []
+        for v, r, t in zip(vals, refs, texts, strict=True):
+            start = max(v, 0) + pad
+            # the label's width in data units, at most as wide as the finished axis allows
+            width = (len(t) + 1) * _CHAR_PT / ax_pt * (span - low) * 2
+            if r is not None and start - pad <= r <= start + width:
+                start = r + pad * 2  # the tick would cross the label: start after it
+            starts.append(start)
+        ax.set_xlim(low, _label_room(starts, texts, span * 1.02, ax_pt, low))
+        for y, s, t in zip(ys, starts, texts, strict=True):
+            ax.text(s, y, t, va="center", fontsize=LABEL_PT)
+        if any(r is not None for r in refs):
+            for k, (y, r) in enumerate(zip(ys, refs, strict=True)):
+                if r is not None:
+                    ax.plot([r, r], [y - 0.38, y + 0.38], color=OKABE_ITO["black"], linewidth=2,
+                            label=reference_label if k == 0 else None)  # fmt: skip
         ax.grid(axis="y", visible=False)
         if percent:
             _pct(ax, "x")
@@ -209,13 +261,8 @@ def bar_chart(
         else:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
-        ax.set_title(title)
-        return _svg(fig, name)
-
-
-def _row_height(rows: int) -> float:
-    """Inches per bar: roomy for a handful of rows, compact for a chart of every team."""
-    return 0.32 if rows <= 10 else 0.26
+        _finish(fig, ax, title)
+        return _svg(fig, name, alt)
 
 
 def event_study_chart(
@@ -226,90 +273,127 @@ def event_study_chart(
     ci_high: Sequence[float],
     *,
     title: str,
+    alt: str,
 ) -> str:
     """Rate ratio by month relative to certification with its 95 % band; 1 = no change vs the
     month before certifying (month −1, the reference)."""
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 2.5))
-        ax.fill_between(
-            relative_months,
-            ci_low,
-            ci_high,
-            color=OKABE_ITO["sky"],
-            alpha=0.35,
-            linewidth=0,
-            label="95 % interval",
-        )
-        ax.plot(
-            relative_months,
-            estimate,
-            color=OKABE_ITO["blue"],
-            marker="o",
-            markersize=3.5,
-            linewidth=1.6,
-            label="estimate",
-        )
+        fig, ax = _figure(2.2)
+        ax.fill_between(relative_months, ci_low, ci_high, color=OKABE_ITO["sky"], alpha=0.35,
+                        linewidth=0, label="95 % interval")  # fmt: skip
+        ax.plot(relative_months, estimate, color=OKABE_ITO["blue"], marker="o", markersize=3.5,
+                linewidth=1.6, label="estimate")  # fmt: skip
         ax.axhline(1.0, color=OKABE_ITO["black"], linewidth=1, linestyle=":")
         ax.axvline(-0.5, color=OKABE_ITO["vermillion"], linewidth=1.2, linestyle="--")
         top = max(list(ci_high) + [1.2])
-        ax.text(0.3, top, "after certifying →", color=OKABE_ITO["vermillion"], fontsize=8, va="top")
-        ax.text(
-            -1.3, top, "← before", color=OKABE_ITO["vermillion"], fontsize=8, va="top", ha="right"
-        )
+        ax.set_ylim(min(list(ci_low) + [0.8]) * 0.9, top * 1.12)
+        ax.text(0.3, top * 1.1, "after certifying →", color=OKABE_ITO["vermillion"],
+                fontsize=LABEL_PT, va="top")  # fmt: skip
+        ax.text(-1.3, top * 1.1, "← before", color=OKABE_ITO["vermillion"], fontsize=LABEL_PT,
+                va="top", ha="right")  # fmt: skip
         ax.set_xlabel("months relative to certification (month −1 = reference)")
         ax.set_ylabel("rate ratio")
-        ax.set_title(title)
-        ax.legend(loc="lower left", fontsize=8)
-        return _svg(fig, name)
+        _finish(fig, ax, title)
+        return _svg(fig, name, alt)
 
 
-def tornado_chart(
+def swing_chart(
     name: str,
     rows: Sequence[tuple[str, float, float]],
     base: float,
     *,
     title: str,
-    percent: bool = True,
+    alt: str,
+    low_label: str = "at the low value",
+    high_label: str = "at the high value",
+    show: Callable[[float], str] = roi_pct,
 ) -> str:
-    """Each assumption's low and high case as a bar around the base result, widest on top."""
+    """Each row's result at the low and at the high end of its range, as a bar around the base
+    result, widest on top, with break-even (0) drawn so the verdict at each end reads directly."""
     rows = sorted(rows, key=lambda r: abs(r[2] - r[1]))
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.2, 0.3 * max(3, len(rows)) + 1.0))
-        fmt = roi_pct if percent else _money
-        for y, (label, low, high) in enumerate(rows):
-            ax.barh(
-                y,
-                low - base,
-                left=base,
-                color=OKABE_ITO["vermillion"],
-                hatch="//",
-                edgecolor="white",
-                height=0.6,
-                label="low case" if y == 0 else None,
-            )
-            ax.barh(
-                y,
-                high - base,
-                left=base,
-                color=OKABE_ITO["blue"],
-                height=0.6,
-                label="high case" if y == 0 else None,
-            )
-            ax.text(
-                min(low, high), y, fmt(min(low, high)) + " ", ha="right", va="center", fontsize=7.5
-            )
-            ax.text(
-                max(low, high), y, " " + fmt(max(low, high)), ha="left", va="center", fontsize=7.5
-            )
-            del label
+        fig, ax = _figure(0.27 * max(3, len(rows)) + 1.2)
+        for y, (_, low, high) in enumerate(rows):
+            ax.barh(y, low - base, left=base, color=OKABE_ITO["sky"], hatch="//",
+                    edgecolor="white", height=0.6, label=low_label if y == 0 else None)  # fmt: skip
+            ax.barh(y, high - base, left=base, color=OKABE_ITO["blue"], height=0.6,
+                    label=high_label if y == 0 else None)  # fmt: skip
+            ax.text(min(low, high), y, show(min(low, high)) + " ", ha="right", va="center",
+                    fontsize=LABEL_PT)  # fmt: skip
+            ax.text(max(low, high), y, " " + show(max(low, high)), ha="left", va="center",
+                    fontsize=LABEL_PT)  # fmt: skip
         ax.set_yticks(range(len(rows)), [r[0] for r in rows])
         ax.axvline(base, color="black", linewidth=1)
-        lo = min([r[1] for r in rows] + [r[2] for r in rows] + [base])
-        hi = max([r[1] for r in rows] + [r[2] for r in rows] + [base])
-        pad = (hi - lo) * 0.25 or 1
+        ax.axvline(0, color=OKABE_ITO["grey"], linewidth=1, linestyle="--")
+        lo = min([r[1] for r in rows] + [r[2] for r in rows] + [base, 0])
+        hi = max([r[1] for r in rows] + [r[2] for r in rows] + [base, 0])
+        pad = (hi - lo) * 0.22 or 1
         ax.set_xlim(lo - pad, hi + pad)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
+        ax.set_ylim(-0.7, len(rows) - 0.3 + 0.9)
+        ax.text(0, len(rows) - 0.1, "break-even ", color=OKABE_ITO["grey"], fontsize=LABEL_PT,
+                va="bottom", ha="right")  # fmt: skip
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: show(v)))
         ax.grid(axis="y", visible=False)
-        ax.legend(loc="lower right", fontsize=8)
-        ax.set_title(f"{title} (base {fmt(base)})")
-        return _svg(fig, name)
+        _finish(fig, ax, f"{title}; at the estimates {show(base)}")
+        return _svg(fig, name, alt)
+
+
+@dataclass(frozen=True)
+class Segment:
+    row: str
+    label: str
+    value: float
+    style: str  # invested | measured | not_shown | assumed
+
+
+_STYLES = {
+    "invested": dict(color=OKABE_ITO["vermillion"], hatch=""),
+    "measured": dict(color=OKABE_ITO["blue"], hatch=""),
+    "not_shown": dict(color=OKABE_ITO["orange"], hatch="//"),
+    "assumed": dict(color="#d9d9d9", hatch=".."),
+}
+_SHADES = ["#0072B2", "#56B4E9", "#003f63", "#7fb8dc"]
+
+
+def stacked_bars(
+    name: str,
+    rows: Sequence[str],
+    segments: Sequence[Segment],
+    *,
+    title: str,
+    alt: str,
+    row_totals: Sequence[str],
+    cap: float | None = None,
+) -> str:
+    """One horizontal bar per row, stacked by segment and styled by kind (the strength of the
+    evidence), each segment named in the legend, each row's total written after it. A row
+    longer than `cap` is cut at the cap and says so, so one assumed value of millions does not
+    flatten the rows that decide the verdict."""
+    with plt.rc_context(_RC):
+        fig, ax = _figure(0.26 * len(rows) + 1.45)
+        ys = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
+        left = dict.fromkeys(rows, 0.0)
+        shade = itertools.cycle(_SHADES)
+        for s in segments:
+            if s.value <= 0:
+                continue
+            width = s.value if cap is None else max(0.0, min(s.value, cap - left[s.row]))
+            style = dict(_STYLES[s.style])
+            if s.style == "measured":
+                style["color"] = next(shade)
+            ax.barh(ys[s.row], width, left=left[s.row], height=0.62, edgecolor="white",
+                    label=s.label, **style)  # fmt: skip
+            left[s.row] += s.value
+        top = max([*left.values(), 1.0])
+        xmax = min(top, cap) if cap else top
+        ax_pt = _axes_width_pt(ax, fig)
+        starts = [min(left[r], xmax) + xmax * 0.01 for r in rows]
+        ax.set_xlim(0, _label_room(starts, list(row_totals), xmax * 1.02, ax_pt))
+        for r, s, t in zip(rows, starts, row_totals, strict=True):
+            ax.text(s, ys[r], t, va="center", fontsize=LABEL_PT)
+        ax.set_yticks([ys[r] for r in rows], list(rows))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _money(v)))
+        ax.grid(axis="y", visible=False)
+        _finish(fig, ax, title, ncols=2)
+        return _svg(fig, name, alt)

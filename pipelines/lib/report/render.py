@@ -2,8 +2,9 @@
 
 One HTML file, self-contained (inline CSS and SVG, system fonts, no network), and a PDF printed
 from the same HTML by WeasyPrint with the quarter and "page N of M" on every page. Page 1 is the
-executive summary; the sections follow with at most ten teams per table and chart in print; the
-full per-team tables are collapsed in the HTML and written as CSV files beside it.
+decision page; the sections follow (`sections/registry.py` lists them) with at most ten teams per
+chart in print; the full per-team tables are collapsed in the HTML and written as CSV files,
+numbers as numbers, beside it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import base64
 import csv
 import hashlib
 import re
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -20,31 +20,30 @@ from typing import Any
 import jinja2
 
 from pipelines.lib.project_files import DBT_PROJECT_DIR, STATIC_DIR, TEMPLATES_DIR
+from pipelines.lib.report.benchmarks import load_benchmarks
 from pipelines.lib.report.data import Marts, data_months, load_marts
+from pipelines.lib.report.glossary import (
+    ACRONYMS,
+    TOKEN,
+    certification_acronyms,
+    glossary_acronyms,
+    spell_out_first,
+)
 from pipelines.lib.report.quarters import Quarter, latest_complete_quarter_for
-from pipelines.lib.report.sections.attrition import attrition_section
+from pipelines.lib.report.sections.actions import actions_table
 from pipelines.lib.report.sections.base import Section
-from pipelines.lib.report.sections.composition import CostBasis, composition_section
-from pipelines.lib.report.sections.coverage import coverage_section
+from pipelines.lib.report.sections.composition import CostBasis
 from pipelines.lib.report.sections.deliveries import data_gaps
-from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
-from pipelines.lib.report.sections.gaps import gaps_section
-from pipelines.lib.report.sections.incidents import incidents_section, split_charts
+from pipelines.lib.report.sections.incidents import split_charts
 from pipelines.lib.report.sections.method import glossary, method_section
-from pipelines.lib.report.sections.roi import WorkedExample, roi_section
-from pipelines.lib.report.sections.summary import Targets, actions, findings, tiles
-
-DEFAULT_COVERAGE_TARGET = 0.80
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What the report needs besides the marts: targets and the seed's reference figures."""
-
-    targets: Targets = Targets()
-    cost_basis: CostBasis | None = None
-    worked_example: WorkedExample | None = None
+from pipelines.lib.report.sections.registry import BUILDERS, PRINTED, Build, Inputs
+from pipelines.lib.report.sections.summary import (
+    effect_rows,
+    return_chart,
+    tiles,
+    verdict,
+)
 
 
 def latest_complete_quarter(published_db: Path) -> str:
@@ -79,38 +78,45 @@ def check_quarter(q: Quarter, months: tuple[date, date] | None, source: Path) ->
 
 
 def build_context(
-    marts: Marts,
-    q: Quarter,
-    min_group_size: int,
-    coverage_target: float,
-    inputs: Inputs | None = None,
+    marts: Marts, q: Quarter, min_group_size: int, inputs: Inputs | None = None
 ) -> dict[str, Any]:
-    thr, inputs = min_group_size, inputs or Inputs()
-    targets = Targets(**{**inputs.targets.__dict__, "compliance": coverage_target})
-    coverage, cov_f = coverage_section(marts, q, thr, coverage_target)
-    gaps, gap_f = gaps_section(marts, q, thr)
-    expiring, exp_f = expiring_section(marts, q, thr)
-    attrition, att_f = attrition_section(marts, q, thr)
-    incidents, inc_f = incidents_section(marts, q, thr)
-    roi, roi_f = roi_section(marts, q, thr, inc_f.effects, inputs.worked_example)
-    method_charts = split_charts(incidents, "event-study-") + split_charts(roi, "roi-tornado")
-    composition, comp_f = composition_section(marts, q, thr, inputs.cost_basis)
-    facts = Facts(cov_f, gap_f, exp_f, att_f, inc_f, roi_f, comp_f)
-    sections = [coverage, gaps, expiring, composition, attrition, incidents, roi]
+    b = Build(marts, q, min_group_size, inputs or Inputs())
+    built: dict[str, Section] = {}
+    for sid, builder in BUILDERS.items():
+        built[sid], b.facts[sid] = builder(b)
+    f = b.facts
+    facts = Facts(
+        f.get("coverage"),
+        f.get("gaps"),
+        f.get("expiring"),
+        f.get("attrition"),
+        f.get("incidents"),
+        f.get("roi"),
+        f.get("composition"),
+    )
+    effects = f["incidents"].effects if f.get("incidents") else {}
+    method_charts = split_charts(built["incidents"], "event-study-")
+    sections = [built[sid] for sid in PRINTED]
+    acronyms = {**ACRONYMS, **b.inputs.acronyms}
+    chart = return_chart(f["roi"]) if f.get("roi") else None
     return {
         "quarter": q.label,
         "period": f"{q.start:%d %B %Y} – {q.end:%d %B %Y}",
         "generated": datetime.now(UTC).strftime("%d %B %Y, %H:%M UTC"),
-        "tiles": tiles(facts, targets),
+        "verdict": verdict(f["roi"]),
+        "return_chart": chart,
+        "effects": effect_rows(effects, f["roi"]),
+        "tiles": tiles(facts, b.inputs.targets),
         "previous": q.previous().label,
         "year_ago": q.trailing(5)[0].label,
-        "headlines": findings(facts, q),
-        "actions": actions(facts, q),
+        "actions": actions_table(f["actions"], q),
         "data_gaps": data_gaps(marts),
         "sections": sections,
-        "appendix": [method_section(inc_f.effects, method_charts, thr)],
-        "glossary": glossary(thr),
-        "min_group_size": thr,
+        "appendix": [method_section(effects, method_charts, min_group_size)],
+        "glossary": glossary(min_group_size),
+        "acronyms": glossary_acronyms(acronyms),
+        "acronym_map": acronyms,
+        "min_group_size": min_group_size,
         "css": (STATIC_DIR / "report.css").read_text(encoding="utf-8"),
         **_script(),
     }
@@ -131,23 +137,39 @@ def render_html(context: dict[str, Any]) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return env.get_template("talent_report.html.j2").render(**context)
+    template = env.get_template("talent_report.html.j2")
+    html = template.render(**context)
+    # the glossary lists the abbreviations the report uses, no others
+    body = html.split('<section id="glossary"')[0]
+    body = re.sub(r"<(style|script|svg)\b.*?</\1>", "", body, flags=re.S)
+    used = set(TOKEN.findall(re.sub(r"<[^>]+>", " ", body)))
+    listed = [(k, v) for k, v in context["acronyms"] if k in used or f"{k}s" in used]
+    if listed != list(context["acronyms"]):
+        html = template.render(**{**context, "acronyms": listed})
+    return spell_out_first(html, dict(context["acronym_map"]))
 
 
 def load_inputs(
     assumptions_path: Path | None = None,
-    worked_example_path: Path | None = None,
     skill_levels_path: Path | None = None,
+    benchmarks_path: Path | None = None,
 ) -> Inputs:
-    """The seed's salary bands, training fees and worked example; each is optional, and a
-    missing file leaves its figures out (the section says so) rather than failing the report."""
-    from pipelines.lib.roi.assumptions import DEFAULT_ASSUMPTIONS_PATH, load_assumptions
-    from pipelines.lib.roi.scenario import load_scenario, run_scenario
+    """The targets (with their owners) and the assumptions file, the seed's salary bands and
+    fees, the external benchmarks and the certification names. A missing seed or benchmark
+    file leaves its figures out (the section says so) rather than failing the report; a target
+    without an owner fails it with the file and line."""
+    from pipelines.lib.roi.assumptions import (
+        DEFAULT_ASSUMPTIONS_PATH,
+        load_assumptions,
+        load_targets,
+    )
 
     assumptions_path = Path(assumptions_path or DEFAULT_ASSUMPTIONS_PATH)
-    worked = Path(worked_example_path or assumptions_path.parent / "worked-example.yaml")
     levels = Path(skill_levels_path or DBT_PROJECT_DIR / "seeds" / "skill_levels.csv")
-    basis, example = None, None
+    catalogue = DBT_PROJECT_DIR / "seeds" / "certification_catalogue.csv"
+    basis, targets = None, {}
+    if assumptions_path.is_file():
+        targets = load_targets(assumptions_path)
     if levels.is_file() and assumptions_path.is_file():
         a = load_assumptions(assumptions_path)
         with levels.open(encoding="utf-8") as fh:
@@ -156,18 +178,22 @@ def load_inputs(
                 for r in csv.DictReader(fh)
             }
         fee = a["course_fee_usd_per_participant"].base + a["exam_fee_usd"].base
-        basis = CostBasis(salary, fee)
-    if worked.is_file() and assumptions_path.is_file():
-        result = run_scenario(load_scenario(worked, assumptions_path))
-        example = WorkedExample(
-            float(result["investment_usd"]),
-            {
-                i["item"]: float(i["amount_usd"])
-                for i in result["items"]
-                if i["category"] == "return"
-            },
-        )
-    return Inputs(cost_basis=basis, worked_example=example)
+        basis = CostBasis(salary, fee, "the seed's course and exam fees (no exams passed in the "
+                          "last 12 months to price it from the data)")  # fmt: skip
+    validity = 24.0
+    if catalogue.is_file():
+        with catalogue.open(encoding="utf-8") as fh:
+            months = sorted(float(r["validity_months"]) for r in csv.DictReader(fh)
+                            if r.get("validity_months"))  # fmt: skip
+        validity = months[len(months) // 2] if months else validity
+    return Inputs(
+        targets=targets,
+        cost_basis=basis,
+        assumptions_path=assumptions_path,
+        benchmarks=load_benchmarks(benchmarks_path),
+        acronyms=certification_acronyms(catalogue),
+        validity_months=validity,
+    )
 
 
 def render_report(
@@ -176,30 +202,26 @@ def render_report(
     out_dir: Path,
     min_group_size: int = 5,
     *,
-    coverage_target: float = DEFAULT_COVERAGE_TARGET,
-    targets: Targets | None = None,
     assumptions_path: Path | None = None,
-    worked_example_path: Path | None = None,
     skill_levels_path: Path | None = None,
+    benchmarks_path: Path | None = None,
     restricted_db: Path | None = None,
 ) -> dict[str, Any]:
     """Render `<out_dir>/<quarter>/talent-report.html` and `.pdf` from the published marts, and
-    the full per-team tables as CSV files in `<out_dir>/<quarter>/appendix/`.
+    the full per-team tables and the ROI inputs as CSV files in `<out_dir>/<quarter>/appendix/`.
 
     `restricted_db` (the pipeline's build file): its unsuppressed aggregates replace the
     published marts of the same name, so totals are whole; the report suppresses what it prints.
 
     Refuses (ValueError) a quarter the data do not cover in full, naming the range that exists.
     Returns the paths, the quarter, the section ids with their availability, the number of
-    charts, the findings and the appendix files.
+    charts, the verdict and the appendix files.
     """
     q = Quarter.parse(quarter)
     marts = load_marts(Path(published_db), restricted_db)  # closed again before rendering
     check_quarter(q, data_months(marts), Path(published_db))
-    inputs = load_inputs(assumptions_path, worked_example_path, skill_levels_path)
-    if targets is not None:
-        inputs = Inputs(targets, inputs.cost_basis, inputs.worked_example)
-    context = build_context(marts, q, min_group_size, coverage_target, inputs)
+    inputs = load_inputs(assumptions_path, skill_levels_path, benchmarks_path)
+    context = build_context(marts, q, min_group_size, inputs)
     html = render_html(context)
     target = Path(out_dir) / q.label
     target.mkdir(parents=True, exist_ok=True)
@@ -214,8 +236,9 @@ def render_report(
         "pages": pages,
         "appendix": appendix,
         "sections": {s.id: s.available for s in context["sections"]},
-        "charts": sum(len(s.charts) for s in context["sections"] + context["appendix"]),
-        "headlines": [_plain(h) for h in context["headlines"]],
+        "charts": sum(len(s.charts) for s in context["sections"] + context["appendix"])
+        + (1 if context["return_chart"] else 0),
+        "headlines": [_plain(context["verdict"])],
     }
 
 
@@ -224,22 +247,32 @@ def _plain(text: object) -> str:
 
 
 def write_appendix(sections: list[Section], folder: Path) -> list[Path]:
-    """Every table of every team as CSV (already suppressed: the same cells as the HTML)."""
+    """Every table that carries its data as numbers (the full per-team tables, the ROI inputs)
+    as a CSV file a spreadsheet opens as figures: plain numbers with a dot for decimals, shares
+    in percent, units in the headers, an empty cell where the report prints `<5`."""
     written = []
     for s in sections:
         for t in s.tables:
-            if t.scope != "full":
+            if t.data is None:
                 continue
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{t.key.removesuffix('-all')}.csv"
             with path.open("w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
-                w.writerow(t.columns)
-                w.writerows([[_plain(c) for c in row] for row in t.rows])
-                if t.total:
-                    w.writerow([_plain(c) for c in t.total])
+                w.writerow(t.data.columns)
+                w.writerows([[_cell(c) for c in row] for row in t.data.rows])
             written.append(path)
     return written
+
+
+def _cell(v: object) -> object:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else round(v, 4)
+    return _plain(v) if not isinstance(v, int) else v
 
 
 def _write_pdf(html: str, pdf_path: Path) -> int:

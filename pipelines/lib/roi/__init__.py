@@ -1,7 +1,9 @@
 """ROI of training and certification: investment, returns, ROI figures and sensitivity.
 
 `model` holds the line items shared by both entry points; `warehouse` prices the marts per
-quarter and year (the ROI assets); `scenario` prices a plan from a YAML file (`talent roi`).
+quarter and year (the ROI assets); `scenario` prices a plan from a YAML file (`talent roi`);
+`evidence` tags each return by the strength of its evidence and prices the headline that counts
+only what the data measure (the report uses it for its windows).
 See README.md in this folder for the output tables and every formula.
 """
 

@@ -23,6 +23,14 @@ from pipelines.lib.project_files import default_assumptions_file
 DEFAULT_ASSUMPTIONS_PATH = default_assumptions_file()
 
 REQUIRED_FIELDS = ("unit", "source", "low", "base", "high")
+# Where a figure comes from, as the report's inputs table names it: the domain document
+# (seed-facts.md), a published study (named in `source`, with the range it supports in
+# `published_range`), or an estimate nobody has measured yet.
+SOURCE_TYPES = {
+    "domain": "domain document",
+    "study": "published study",
+    "estimate": "estimate",
+}
 
 
 class RoiInputError(ValueError):
@@ -41,6 +49,17 @@ class Assumption:
     description: str = ""
     # where the base value came from when a scenario or the warehouse overrode it
     basis: str = "assumptions file"
+    source_type: str = "estimate"  # a key of SOURCE_TYPES
+    published_range: str = ""  # for a study: the range the publication supports
+    file: str = ""  # the assumptions file it was read from, and its line there
+    line: int | None = None
+
+    @property
+    def location(self) -> str:
+        """`assumptions.yaml, line 12`: where a user changes the value."""
+        if not self.file:
+            return ""
+        return f"{Path(self.file).name}, line {self.line}" if self.line else Path(self.file).name
 
 
 def _number(value: Any, where: str) -> float:
@@ -51,12 +70,10 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def load_assumptions(path: Path | str) -> dict[str, Assumption]:
-    """Read and validate the assumptions file at `path` (the caller names it, e.g. from the
-    settings; `DEFAULT_ASSUMPTIONS_PATH` is the project's own)."""
-    path = Path(path)
+def _read(path: Path) -> tuple[Any, str]:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        return yaml.safe_load(text), text
     except FileNotFoundError as exc:
         raise RoiInputError(
             f"{path}: assumptions file not found; pass the path of an assumptions YAML file"
@@ -65,6 +82,52 @@ def load_assumptions(path: Path | str) -> dict[str, Assumption]:
         raise RoiInputError(
             f"{path}: not valid YAML ({exc}); check indentation and colons"
         ) from exc
+
+
+def key_lines(text: str, section: str, field: str) -> dict[str, int]:
+    """Line (1-based) of `field` (e.g. `base`) in each entry under the top-level mapping
+    `section` (the entry's own line when it has no such field), so that the report can say where
+    a user changes a value. Uses PyYAML's node tree, which keeps the marks."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    for key, value in root.value:
+        if key.value != section or not isinstance(value, yaml.MappingNode):
+            continue
+        out = {}
+        for k, v in value.value:
+            inner = v.value if isinstance(v, yaml.MappingNode) else []
+            mark = next((f.start_mark for f, _ in inner if f.value == field), k.start_mark)
+            out[k.value] = mark.line + 1
+        return out
+    return {}
+
+
+def _source_type(entry: dict, where: str) -> str:
+    """The declared source type, or one read from the source text for files that predate the
+    field: a seed-facts.md section is the domain document, anything else an estimate."""
+    declared = entry.get("source_type")
+    if declared is None:
+        return "domain" if str(entry["source"]).startswith("seed-facts.md") else "estimate"
+    if declared not in SOURCE_TYPES:
+        raise RoiInputError(
+            f"{where}, field 'source_type': {declared!r} is not one of "
+            f"{', '.join(SOURCE_TYPES)} (domain document, published study, estimate)"
+        )
+    if declared == "study" and not entry.get("published_range"):
+        raise RoiInputError(
+            f"{where}: a published study needs 'published_range:', the range the study supports "
+            "(e.g. '0.5-2 x annual salary'), so a reader can check the low and high values"
+        )
+    return str(declared)
+
+
+def load_assumptions(path: Path | str) -> dict[str, Assumption]:
+    """Read and validate the assumptions file at `path` (the caller names it, e.g. from the
+    settings; `DEFAULT_ASSUMPTIONS_PATH` is the project's own)."""
+    path = Path(path)
+    doc, text = _read(path)
+    lines = key_lines(text, "assumptions", "base")
     entries = (doc or {}).get("assumptions") if isinstance(doc, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise RoiInputError(
@@ -94,6 +157,10 @@ def load_assumptions(path: Path | str) -> dict[str, Assumption]:
             high=high,
             used_by=tuple(entry.get("used_by") or ("scenario", "warehouse")),
             description=str(entry.get("description", "")),
+            source_type=_source_type(entry, where),
+            published_range=str(entry.get("published_range") or ""),
+            file=str(path),
+            line=lines.get(name),
         )
     return out
 
@@ -138,3 +205,80 @@ def apply_overrides(
 def base_params(assumptions: Mapping[str, Assumption]) -> dict[str, float]:
     """The flat name -> base value mapping the model functions take."""
     return {name: a.base for name, a in assumptions.items()}
+
+
+# The targets leadership may set, in the `targets:` section of the same file: name -> (unit,
+# higher is better, what it measures). A target counts only with the name of whoever set it;
+# without one the report says "no target set" rather than present a default as a goal.
+TARGETS: dict[str, tuple[str, bool, str]] = {
+    "required_cert_compliance": (
+        "share (0-1)",
+        True,
+        "share of engineers at quarter end meeting every certification their role requires",
+    ),
+    "certified_share": (
+        "share (0-1)",
+        True,
+        "share of engineers at quarter end holding at least one active certification",
+    ),
+    "attrition_12m": ("share (0-1)", False, "separations over 12 months ÷ average engineers"),
+    "incident_rate": ("per 100 engineer-months", False, "incidents per 100 engineer-months"),
+    "median_time_to_restore_minutes": ("minutes", False, "median time to restore in the quarter"),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal someone owns: the value, who set it and when, and where it is written."""
+
+    name: str
+    value: float
+    owner: str
+    higher_is_better: bool
+    unit: str
+    set_on: str = ""
+    location: str = ""
+
+
+def load_targets(path: Path | str) -> dict[str, Target]:
+    """The targets set in the assumptions file (`targets:`), keyed by name; a target without a
+    value is not set and left out. A value without an owner, an unknown name or a share outside
+    0-1 is an error naming the file and line, because a goal nobody owns is not a goal."""
+    path = Path(path)
+    doc, text = _read(path)
+    raw = doc.get("targets") if isinstance(doc, dict) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise RoiInputError(f"{path}: 'targets:' must be a mapping of name -> {{value, owner}}")
+    lines = key_lines(text, "targets", "value")
+    out: dict[str, Target] = {}
+    for name, entry in raw.items():
+        where = f"{path}, line {lines.get(name, '?')}, target '{name}'"
+        if name not in TARGETS:
+            close = difflib.get_close_matches(str(name), list(TARGETS), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(TARGETS)}"
+            raise RoiInputError(f"{where}: unknown target; {hint}")
+        entry = entry if isinstance(entry, dict) else {"value": entry}
+        if entry.get("value") is None:
+            continue
+        value = _number(entry["value"], f"{where}, field 'value'")
+        unit, higher, _ = TARGETS[name]
+        if unit.startswith("share") and not 0 <= value <= 1:
+            raise RoiInputError(f"{where}: a share between 0 and 1 (0.8 = 80 %), got {value}")
+        owner = str(entry.get("owner") or "").strip()
+        if not owner:
+            raise RoiInputError(
+                f"{where}: the value {value:g} has no owner; add 'owner:' (the role or person "
+                "who set it), or remove the value: a target nobody set is not shown as a goal"
+            )
+        out[name] = Target(
+            name=name,
+            value=value,
+            owner=owner,
+            higher_is_better=higher,
+            unit=unit,
+            set_on=str(entry.get("set_on") or ""),
+            location=f"{path.name}, line {lines[name]}" if name in lines else path.name,
+        )
+    return out

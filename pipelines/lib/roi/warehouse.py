@@ -15,13 +15,14 @@ of the build file, and their analyst-facing form to `marts` (roi_by_period: tota
     return), item, label, amount_usd, status (investment / measured / stated: priced from
     stated per-GPU values / unavailable: rests on an effect that is not estimable, amount null),
     note (why), formula, inputs (the driver totals and assumption values that produced the
-    amount), period_start, period_end.
+    amount), evidence (measured / not_shown / assumed / unavailable, `evidence.py`), rests_on,
+    counted_usd (the part resting only on effects the data show), period_start, period_end.
 `roi_sensitivity` - grain assumption: assumption, low_value, base_value, high_value,
     roi_at_low, roi_at_high, base_roi (net ROI over the window with every assumption at base),
     swing; sorted widest first for a tornado chart. The incident-rate, MTTR and attrition hazard
     ratios range over the confidence interval of certification_effect; the row
     "certification_effect CI (all ratios)" moves them together and gives the ROI interval the
-    estimates' uncertainty implies.
+    estimates' uncertainty implies; `kind` tells those statistical rows from the assumptions.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ import polars as pl
 
 from pipelines.lib import db
 from pipelines.lib.roi.assumptions import Assumption, RoiInputError, base_params
+from pipelines.lib.roi.evidence import (
+    EFFECT_ITEMS,
+    EFFECT_METRICS,
+    EffectEvidence,
+    components,
+    read_effect_evidence,
+)
 from pipelines.lib.roi.model import (
     DRIVER_COLUMNS,
     ITEM_COLUMNS,
@@ -91,6 +99,49 @@ PUBLISHED_BY_PERIOD = (
     "gross_return_multiple",
 )
 
+# Where each driver comes from (mart, what is summed, unit), for the report's inputs table.
+DRIVER_SOURCES: dict[str, tuple[str, str, str]] = {
+    "course_list_price_usd": (
+        "training_spend",
+        "list price of online, internal, vendor-partnership and apprenticeship courses",
+        "USD",
+    ),
+    "bootcamp_list_price_usd": ("training_spend", "list price of bootcamps", "USD"),
+    "exam_list_price_usd": ("training_spend", "list price of certification exams", "USD"),
+    "discounts_usd": ("training_spend", "discounts on list prices", "USD"),
+    "exam_attempts": ("training_spend", "certification exam attempts", "attempts"),
+    "lab_enrolments": (
+        "training_spend",
+        "enrolments in online, internal and apprenticeship courses",
+        "enrolments",
+    ),
+    "apprentices": ("training_spend", "apprenticeship participants", "people"),
+    "training_hours": ("training_spend", "hours engineers spent in training", "hours"),
+    "transition_support_paid_usd": ("", "transition support (scenarios only)", "USD"),
+    "certified_downtime_gpu_hours": (
+        "incident_downtime",
+        "GPU-hours lost in incidents whose primary responder was certified",
+        "GPU-hours",
+    ),
+    "certified_voluntary_exits": (
+        "attrition",
+        "voluntary exits of engineers certified on their last day in the quarter",
+        "people",
+    ),
+    "contractor_hours_replaced": (
+        "contractor_costs",
+        "hours below the mean of the first months (contractor_baseline_months)",
+        "hours",
+    ),
+    "certified_fleet_gpu_years": (
+        "fleet_size, certification_coverage",
+        "fleet GPU-years times the share of engineers certified each month",
+        "GPU-years",
+    ),
+}
+# drivers that count people: the report hides them below the minimum group size
+PEOPLE_DRIVERS = ("apprentices", "certified_voluntary_exits")
+
 COURSE_CATEGORIES = ("online", "internal", "vendor_partnership", "apprenticeship")
 # bootcamps and vendor programmes include lab access (seed-facts.md "Ways to accelerate training")
 LAB_CATEGORIES = ("online", "internal", "apprenticeship")
@@ -147,7 +198,8 @@ def downtime_drivers(incident_downtime: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def attrition_drivers(attrition: pl.LazyFrame) -> pl.LazyFrame:
-    """Per quarter: voluntary exits of engineers certified at the start of the quarter."""
+    """Per quarter: voluntary exits of engineers certified on their last day in the quarter (the
+    attrition mart attributes each person to the status of their last in-scope day)."""
     return (
         attrition.filter(
             (pl.col("period_type") == "quarter")
@@ -208,12 +260,6 @@ def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
     ).sort("quarter")
 
 
-EFFECT_METRICS = ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
-# the measured returns priced through an estimated effect, and the effects each rests on
-EFFECT_ITEMS = {
-    "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
-    "attrition_cost_avoided": ("attrition_hazard_ratio",),
-}
 STATED_ITEMS = ("efficiency", "faster_deployment")
 
 
@@ -331,10 +377,15 @@ def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
 
 
 def roi_summary(
-    drivers: pl.LazyFrame, params: Params, unavailable: Mapping[str, str] | None = None
+    drivers: pl.LazyFrame,
+    params: Params,
+    unavailable: Mapping[str, str] | None = None,
+    effects: Mapping[str, EffectEvidence] | None = None,
 ) -> pl.DataFrame:
     """One row per line item over the whole window, with its formula, priced inputs and status
-    (investment, measured, stated, unavailable: no amount, the note says why)."""
+    (investment, measured, stated, unavailable: no amount, the note says why), and the strength
+    of the evidence behind a return (`evidence.py`): `counted_usd` is the part resting only on
+    effects this company's data show, the part the report's headline adds up."""
     window = (
         drivers.select(start=pl.col("quarter").min(), end=pl.col("quarter").max()).collect().row(0)
     )
@@ -348,12 +399,15 @@ def roi_summary(
         if end is None
         else (pl.select(pl.lit(end).dt.offset_by("3mo").dt.offset_by("-1d")).item())
     )
+    parts = components(summed, params, effects or {}) if effects is not None else []
     rows = []
     for li in LINE_ITEMS:
         inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [
             f"{p}={params[p]:,.6g}" for p in li.params
         ]
         status, note = item_status(li.item, li.category, unavailable or {})
+        mine = [c for c in parts if c.item == li.item]
+        kinds = sorted({c.evidence for c in mine})
         rows.append(
             {
                 "category": li.category,
@@ -364,6 +418,16 @@ def roi_summary(
                 "note": note,
                 "formula": li.formula,
                 "inputs": "; ".join(inputs),
+                "evidence": "investment"
+                if li.category == "investment"
+                else (" + ".join(kinds) if kinds else None),
+                "rests_on": ", ".join(
+                    m for m in EFFECT_METRICS if any(m in c.rests_on for c in mine)
+                )
+                or None,
+                "counted_usd": None
+                if status == "unavailable"
+                else sum(c.amount or 0.0 for c in mine if c.evidence == "measured"),
                 "period_start": window[0],
                 "period_end": period_end,
             }
@@ -379,6 +443,9 @@ def roi_summary(
             "note": pl.String,
             "formula": pl.String,
             "inputs": pl.String,
+            "evidence": pl.String,
+            "rests_on": pl.String,
+            "counted_usd": pl.Float64,
             "period_start": pl.Date,
             "period_end": pl.Date,
         },
@@ -402,7 +469,13 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
             m: (assumptions[m].low, assumptions[m].high) for m in EFFECT_METRICS
         }
     }
-    return sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
+    table = sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
+    statistical = [*EFFECT_METRICS, *joint]
+    return table.with_columns(
+        kind=pl.when(pl.col("assumption").is_in(statistical))
+        .then(pl.lit("statistical"))
+        .otherwise(pl.lit("assumption"))
+    )
 
 
 def build_roi_tables(
@@ -427,7 +500,9 @@ def build_roi_tables(
     )  # collect once: three tables read the same drivers
     return {
         "roi_by_period": roi_by_period(drivers, params).collect(),
-        "roi_summary": roi_summary(drivers, params, unavailable_effects(effect)),
+        "roi_summary": roi_summary(
+            drivers, params, unavailable_effects(effect), read_effect_evidence(effect)
+        ),
         "roi_sensitivity": roi_sensitivity(drivers, assumed),
     }
 
@@ -490,6 +565,12 @@ COLUMN_COMMENTS = {
         "note": "why the line has its status",
         "formula": "how the amount is computed",
         "inputs": "the summed drivers and assumption values behind the amount",
+        "evidence": "for a return: measured (rests on effects this company's data show), "
+        "not_shown (on effects estimated but not distinguishable from none), assumed (no effect "
+        "estimate supports it) or unavailable; 'measured + not_shown' when a line splits",
+        "rests_on": "the certification effects (certification_effect.metric) the return rests on",
+        "counted_usd": "USD of the return resting only on effects the data show (the other "
+        "effects at 1, no effect): the part the report's headline counts",
         "period_start": "first day of the data window",
         "period_end": "last day of the data window",
     },
@@ -502,6 +583,8 @@ COLUMN_COMMENTS = {
         "roi_at_high": "net ROI (ratio) over the window with the assumption at high",
         "base_roi": "net ROI (ratio) with every assumption at base",
         "swing": "absolute difference roi_at_high - roi_at_low",
+        "kind": "statistical (an effect ratio over its 95 % interval) or assumption (a value of "
+        "the assumptions file over its low-high range)",
     },
 }
 

@@ -12,6 +12,7 @@ from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, nice, num, pct, rate_ci, sentence
 from pipelines.lib.report.intervals import wilson_interval
+from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
@@ -22,6 +23,8 @@ Rate = tuple[float, float, float]  # share, 95 % interval low, high
 @dataclass(frozen=True)
 class AttritionFacts:
     leavers: float  # all engineers, this quarter
+    average: float  # engineers on average over the quarter
+    voluntary_12m: Rate  # voluntary leavers over 12 months / average engineers
     quarter: Rate
     t12m: Rate  # the four quarters ending with this one
     t12m_prev: Rate | None  # ... ending with the previous quarter
@@ -56,7 +59,7 @@ class _Window:
         return None if math.isnan(h) else wilson_interval(s, h)
 
 
-def _trend(qa: pd.DataFrame, q: Quarter) -> str:
+def _trend(qa: pd.DataFrame, q: Quarter) -> charts.Chart:
     allq = qa[qa["segment_type"] == "all"].set_index("period_start").sort_index()
     trend_q = [qq for qq in q.trailing(8) if qq.start in allq.index]
 
@@ -66,13 +69,16 @@ def _trend(qa: pd.DataFrame, q: Quarter) -> str:
             for qq in trend_q
         ]
 
-    return charts.line_chart(
+    svg = charts.line_chart(
         "attrition-trend",
         [qq.label for qq in trend_q],
         {"all separations": share("separations"), "voluntary": share("voluntary_separations")},
-        title="Quarterly turnover, all engineers",
-        ylabel="leavers ÷ average headcount",
+        title="Quarterly turnover: leavers ÷ engineers on average over the quarter",
+        alt=f"Line chart: leavers each quarter as a share of the engineers on average over the "
+        f"quarter, all separations and voluntary ones, {trend_q[0].label} to {trend_q[-1].label}.",
+        ylabel="",
     )
+    return charts.Chart("attrition-trend", svg)
 
 
 def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, AttritionFacts | None]:
@@ -106,13 +112,14 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
             t12 = fig("attrition-12m", pct(rt[0], 1)) + f" ({rate_ci(rt).split('(')[1]}"
         elif not h:
             t12 = fig(f"attrition-12m-{seg}", pct(rt[0], 1)) + f" ({rate_ci(rt).split('(')[1]}"
+        is_all = seg_type == "all"
         rows.append(
             [
                 name,
-                shown(qh, h, thr),
-                shown(qs, h, thr),
+                fig("average-headcount", num(qh)) if is_all else shown(qh, h, thr),
+                fig("leavers", num(qs)) if is_all else shown(qs, h, thr),
                 mask_label(thr) if h else rate_ci(rq),
-                shown(ts, h, thr),
+                fig("leavers-12m", num(ts)) if is_all else shown(ts, h, thr),
                 t12,
                 shown(tv, h, thr),
             ]
@@ -120,8 +127,11 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
         if not h and seg_type != "all":
             by_status[seg] = rt
     qs, qh, _ = w.totals("all", "all", [q.start])
+    ts, th, tv = w.totals("all", "all", year)
     facts = AttritionFacts(
         leavers=qs,
+        average=qh,
+        voluntary_12m=wilson_interval(tv, th),
         quarter=wilson_interval(qs, round(qh)),
         t12m=w.t12m(q) or wilson_interval(*w.totals("all", "all", year)[:2]),
         t12m_prev=w.t12m(q.previous()),
@@ -132,37 +142,42 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
         f"Leavers, {q.label} and the 12 months to its end",
         [
             "Group",
-            "Avg. headcount (quarter)",
-            "Leavers (quarter)",
+            label("average-headcount").capitalize(),
+            "Leavers in the quarter",
             "Quarter rate (95 % CI)",
-            "Leavers (12 months)",
+            "Leavers in the 12 months",
             "12-month rate (95 % CI)",
-            "Voluntary (12 months)",
+            "Voluntary leavers (12 months)",
         ],
         rows,
         key="attrition-groups",
     )
     notes = [
-        "Certified means holding an active certification at the start of the period. The raw "
-        "difference between the groups is not the effect of certification; the estimate in the "
-        "incidents section compares like with like."
+        "Certified: holding an active certification on their last day in the period (for a "
+        "leaver, the day they left). The difference between the groups is not the effect of "
+        "certification: the estimate (incidents section) compares engineers of the same tenure "
+        "and level."
     ]
     return Section(sid, title, True, _lead(facts, q), [_trend(qa, q)], [t], notes), facts
 
 
 def _lead(f: AttritionFacts, q: Quarter):
     text = sentence(
-        "{n} engineers left in {q} ({rate} of average headcount); over 12 months {t12}.",
-        n=num(f.leavers),
+        "{n} ({q}): {rate} of the {avg}. Over the 12 months to {end} turnover was {t12}, "
+        "voluntary {v12}.",
+        n=count("leavers", f.leavers),
         q=q.label,
         rate=pct(f.quarter[0], 1),
+        avg=count("average-headcount", f.average),
+        end=f"{q.end:%b %Y}",
         t12=fig("attrition-12m", pct(f.t12m[0], 1)),
+        v12=fig("attrition-12m-voluntary", pct(f.voluntary_12m[0], 1)),
     )
     cert = f.by_status.get("certified")
     other = next((k for k in f.by_status if k != "certified"), None)
     if cert and other:
         text += sentence(
-            " Twelve-month attrition was {c} among certified engineers and {o} among the others.",
+            " Twelve-month turnover was {c} among certified engineers and {o} among the others.",
             c=fig("attrition-12m-certified", pct(cert[0], 1)),
             o=fig(f"attrition-12m-{other}", pct(f.by_status[other][0], 1)),
         )

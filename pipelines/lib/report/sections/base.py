@@ -22,6 +22,18 @@ T = TypeVar("T")
 EXTREMES = 5
 
 
+Cell = float | int | str | None
+
+
+@dataclass(frozen=True)
+class Data:
+    """A table as a spreadsheet reads it: numbers as numbers (shares in percent), units in the
+    headers, an empty cell and `hidden = true` where the report prints `<5`."""
+
+    columns: list[str]
+    rows: list[list[Cell]]
+
+
 @dataclass(frozen=True)
 class Table:
     caption: str
@@ -31,7 +43,8 @@ class Table:
     key: str = ""
     # "full": every row, shown collapsed on screen, left out of print, written to the appendix
     scope: str = "all"
-    note: str = ""
+    note: Text = ""
+    data: Data | None = None  # what the appendix CSV file holds (tables with scope "full")
 
 
 @dataclass
@@ -40,9 +53,24 @@ class Section:
     title: str
     available: bool = True
     lead: Text = ""
-    charts: list[str] = field(default_factory=list)
+    charts: list[charts.Chart] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     notes: list[Text] = field(default_factory=list)
+    # print this section on a new page (a long section after a short one)
+    new_page: bool = False
+    # the order of its charts and tables by chart name or table key; the others follow,
+    # tables first (a table breaks across pages, a chart moves whole to the next one, so a
+    # table first leaves less of a page empty)
+    order: list[str] = field(default_factory=list)
+
+    def blocks(self) -> list[tuple[str, object]]:
+        """("chart", Chart) and ("table", Table) in printing order."""
+        items = [("table", t.key, t) for t in self.tables] + [
+            ("chart", c.name, c) for c in self.charts
+        ]
+        rank = {k: i for i, k in enumerate(self.order)}
+        ordered = sorted(enumerate(items), key=lambda it: (rank.get(it[1][1], len(rank)), it[0]))
+        return [(kind, obj) for _, (kind, _, obj) in ordered]
 
 
 def table(
@@ -53,9 +81,10 @@ def table(
     total: list[Text] | None = None,
     key: str = "",
     scope: str = "all",
-    note: str = "",
+    note: Text = "",
+    data: Data | None = None,
 ) -> Table:
-    return Table(caption, list(columns), rows, total, key, scope, note)
+    return Table(caption, list(columns), rows, total, key, scope, note, data)
 
 
 def unavailable(sid: str, title: str, why: str) -> Section:
@@ -97,20 +126,27 @@ def team_tables(
     total: list[Text] | None,
     key: str,
     far_words: str,
+    data: Data | None = None,
+    printed_table: bool = True,
 ) -> list[Table]:
-    """A printed table of the extremes and, when teams were left out, the full table."""
+    """The full table of every team (collapsed on screen, out of print, written to the appendix
+    with `data`), and, when `printed_table`, a printed one of the extremes when teams were left
+    out (all of them when there are few)."""
+    full = table(
+        f"{caption}: all teams", columns, rows, total=total, key=f"{key}-all", scope="full",
+        data=data,
+    )  # fmt: skip
+    if not printed_table:
+        return [full]
     if len(rows) <= 2 * EXTREMES:
-        return [table(caption, columns, rows, total=total, key=key)]
+        return [table(caption, columns, rows, total=total, key=key), full]
     shown_rows = bounded_rows(rows, names, far, near)
     closest = f" and the {len(near)} closest" if near else ""
     note = (
-        f"{len(rows)} teams: the {len(far)} {far_words}{closest} are shown; every team is in "
+        f"{len(rows)} teams: the {len(far)} {far_words}{closest} are printed; every team is in "
         "the full table (HTML) and in the appendix file."
     )
-    return [
-        table(caption, columns, shown_rows, total=total, key=key, note=note),
-        table(f"{caption}: all teams", columns, rows, total=total, key=f"{key}-all", scope="full"),
-    ]
+    return [table(caption, columns, shown_rows, total=total, key=key, note=note), full]
 
 
 def printed(names: list[str], far: list[str], near: list[str]) -> list[str]:
@@ -122,17 +158,18 @@ def team_bar_chart(
     name: str,
     picked: list[str],
     value: dict[str, float | None],
-    show: Callable[[float], str],
+    show: Callable[[str, float], str],
     thr: int,
     **kwargs,
 ) -> str:
-    """Bars for the picked teams, each labelled with its figure or as hidden."""
+    """Bars for the picked teams, each labelled with its figure (and what it is a share of,
+    through `show(team, value)`) or as hidden."""
     return charts.bar_chart(
         name,
         picked,
         [value[n] for n in picked],
         labels=[
-            show(value[n]) if value[n] is not None else f"{mask_label(thr)} (hidden)"  # type: ignore[arg-type]
+            show(n, value[n]) if value[n] is not None else f"{mask_label(thr)} (hidden)"  # type: ignore[arg-type]
             for n in picked
         ],
         **kwargs,

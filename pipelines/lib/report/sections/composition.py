@@ -1,6 +1,10 @@
 """Team composition against the seed's small / medium / large templates: roles, level mix, and
-the hiring and training needed to reach the template, costed at the seed's salary and training
-figures. Only role and company totals are printed, never a person's figure."""
+what it takes to reach the template. Seats empty in teams below their template are first filled
+by moving engineers of the same role from teams above theirs; only what a role lacks overall is
+a hire, priced at the middle of the seed's salary bands. Certifying the engineers who miss a
+required certification is priced at this company's own ROI investment per certification earned
+(the same figure the recommended actions use). Only role and company totals are printed, never a
+person's figure."""
 
 from __future__ import annotations
 
@@ -12,8 +16,10 @@ import pandas as pd
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, coverage_hidden
 from pipelines.lib.report.fmt import fig, month_label, nice, num, pct, sentence, signed, usd
+from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
+    Data,
     Section,
     Table,
     extremes,
@@ -36,11 +42,12 @@ LEVELS = {
 
 @dataclass(frozen=True)
 class CostBasis:
-    """Seed figures the plan is priced at: salary band per skill level (USD/yr, min and max)
-    and the training cost of bringing one engineer to a required certification (USD)."""
+    """What the plan is priced at: salary band per skill level (USD/yr, min and max, from the
+    seed) and the cost of one certification (USD) with where that figure comes from."""
 
     salary: Mapping[int, tuple[float, float]]
     training_per_engineer: float | None
+    training_source: str = "the seed's course and exam fees"
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,25 @@ class RolePlan:
     role: str
     engineers: float
     template: float
-    hires: float  # sum over teams of the engineers the template asks for beyond those present
+    short: float  # seats empty in the teams below their template, summed over those teams
     to_train: float  # engineers lacking a required certification
-    hire_cost: float | None  # a year of salary at the middle of the template's level band
+    short_cost: float | None  # a year of salary for the empty seats, middle of each seat's band
     train_cost: float | None
+    surplus: float = 0.0  # engineers above the template in the other teams
+
+    @property
+    def hires(self) -> float:
+        """What the role lacks overall once engineers above template in one team fill the
+        empty seats of another."""
+        return max(0.0, self.short - self.surplus)
+
+    @property
+    def hire_cost(self) -> float | None:
+        if not self.hires:
+            return 0.0
+        if self.short_cost is None or not self.short:
+            return None
+        return self.hires * self.short_cost / self.short
 
 
 @dataclass
@@ -60,6 +82,15 @@ class CompositionFacts:
     template: float = 0.0
     in_band: float | None = None
     plans: list[RolePlan] = field(default_factory=list)
+    training_source: str = ""
+
+    @property
+    def short(self) -> float:
+        return sum(p.short for p in self.plans)
+
+    @property
+    def movable(self) -> float:
+        return sum(min(p.short, p.surplus) for p in self.plans)
 
     @property
     def hires(self) -> float:
@@ -96,11 +127,12 @@ def role_plans(cur: pd.DataFrame, basis: CostBasis | None) -> list[RolePlan]:
     out = []
     for role, part in cur.groupby("role_family"):
         short = (part["template_headcount"] - part["headcount"]).clip(lower=0)
-        hire_cost = 0.0
+        surplus = (part["headcount"] - part["template_headcount"]).clip(lower=0)
+        short_cost: float | None = 0.0
         for (_, r), n in zip(part.iterrows(), short, strict=True):
             if n:
                 s = _salary(basis, r["level_min"], r["level_max"])
-                hire_cost = None if s is None or hire_cost is None else hire_cost + n * s
+                short_cost = None if s is None or short_cost is None else short_cost + n * s
         to_train = float((part["headcount"] - part["required_cert_compliant_headcount"]).sum())
         per = basis.training_per_engineer if basis else None
         out.append(
@@ -110,8 +142,9 @@ def role_plans(cur: pd.DataFrame, basis: CostBasis | None) -> list[RolePlan]:
                 float(part["template_headcount"].sum()),
                 float(short.sum()),
                 to_train,
-                hire_cost,
+                short_cost,
                 None if per is None else to_train * per,
+                surplus=float(surplus.sum()),
             )
         )
     return sorted(out, key=lambda p: p.role)
@@ -124,9 +157,10 @@ def _plan_table(f: CompositionFacts, thr: int, when: str, hidden: set) -> Table:
             nice(p.role),
             num(p.template),
             shown(p.engineers, mask[p.role], thr),
+            num(p.short),
             num(p.hires),
-            mask_label(thr) if mask[p.role] else num(p.to_train),
             usd(p.hire_cost) if p.hires else "–",
+            mask_label(thr) if mask[p.role] else num(p.to_train),
             mask_label(thr) if mask[p.role] else usd(p.train_cost),
         ]
         for p in f.plans
@@ -135,24 +169,29 @@ def _plan_table(f: CompositionFacts, thr: int, when: str, hidden: set) -> Table:
         f"Roles against the template and what it takes to reach it, {when}",
         [
             "Role",
-            "Template",
-            "Engineers",
-            "To hire (teams below template)",
-            "To train (missing a required cert.)",
-            "Hiring cost (salaries, a year)",
-            "Training cost",
+            "Template seats",
+            "Engineers at quarter end",
+            "Empty seats",
+            "Hires after moves",
+            "Their salaries a year",
+            "Missing a required certification",
+            "Certifying them, one-off",
         ],
         rows,
         total=[
             "All roles",
-            num(f.template),
-            num(f.headcount),
+            fig("template-seats", num(f.template)),
+            fig("headcount", num(f.headcount)),
+            fig("seats-short", num(f.short)),
             fig("hires-needed", num(f.hires)),
-            fig("train-needed", num(f.to_train)),
             fig("hire-cost", usd(f.hire_cost)),
+            fig("gap-people", num(f.to_train)),
             fig("train-cost", usd(f.train_cost)),
         ],
         key="role-plan",
+        note=f"Empty seats: in teams below their template. Hires after moves: what the role "
+        f"lacks once engineers above template in other teams move. A certification is priced "
+        f"at {f.training_source}.",
     )
 
 
@@ -169,7 +208,7 @@ def _teams(cur: pd.DataFrame, thr: int, when: str, hidden: set) -> tuple[str, li
         .sort_values("team")
     )
     mask = suppression_mask(dict(zip(t["team"], t["headcount"], strict=True)), thr, hidden)
-    rows, names, diff = [], [], {}
+    rows, names, diff, seats, data = [], [], {}, {}, []
     for r in t.itertuples():
         name, h = str(r.team), mask[r.team]
         rows.append(
@@ -182,31 +221,40 @@ def _teams(cur: pd.DataFrame, thr: int, when: str, hidden: set) -> tuple[str, li
                 mask_label(thr) if h else signed(r.headcount - r.template),
             ]
         )
+        data.append(
+            [name, None if r.gpus != r.gpus else int(r.gpus), str(r.size_class), int(r.template)]
+            + ([None, None] if h else [int(r.headcount), int(r.headcount - r.template)])
+            + [bool(h)]
+        )
         names.append(name)
         diff[name] = None if h else float(r.headcount - r.template)
+        seats[name] = (float(r.headcount), float(r.template))
     far, near = extremes(names, lambda n: None if diff[n] is None else abs(diff[n]))
     picked = printed(names, far, near)
     chart = team_bar_chart(
         "composition-by-team",
         picked,
         diff,
-        signed,
+        lambda n, v: f"{signed(v)} ({num(seats[n][0])} in {num(seats[n][1])} seats)",
         thr,
-        title="Engineers per team minus the template for its fleet size"
-        + ("" if len(names) <= 10 else ": 5 furthest from and 5 closest to the template"),
+        title="Engineers minus template seats, by team"
+        + ("" if len(names) <= 10 else ": the 5 furthest and 5 closest"),
+        alt=f"Bar chart: engineers above or below the template in {len(picked)} of "
+        f"{len(names)} teams, {when}, each with its engineers and template seats.",
         xlabel="engineers above (+) or below (−) the template",
     )
     total = [
         "All teams",
         num(t["gpus"].sum()),
         "",
-        num(t["template"].sum()),
-        num(t["headcount"].sum()),
+        fig("template-seats", num(t["template"].sum())),
+        fig("headcount", num(t["headcount"].sum())),
         signed(t["headcount"].sum() - t["template"].sum()),
     ]
     tables = team_tables(
         f"Teams against the template, {when}",
-        ["Team (cluster)", "GPUs", "Fleet size", "Template", "Engineers", "vs template"],
+        ["Team (cluster)", "GPUs", "Fleet size", "Template seats", "Engineers at quarter end",
+         "vs template"],
         rows,
         names,
         far,
@@ -214,8 +262,15 @@ def _teams(cur: pd.DataFrame, thr: int, when: str, hidden: set) -> tuple[str, li
         total=total,
         key="composition-teams",
         far_words="furthest from the template",
-    )
-    return chart, tables
+        printed_table=False,
+        data=Data(
+            ["Team (cluster)", "GPUs (count)", "Fleet size class", "Template seats (count)",
+             "Engineers at quarter end (count)", "Engineers minus template seats (count)",
+             "Hidden: fewer than the minimum group size (true/false)"],
+            data,
+        ),
+    )  # fmt: skip
+    return charts.Chart("composition-by-team", chart), tables
 
 
 def template_levels(cur: pd.DataFrame) -> dict[int, float]:
@@ -234,9 +289,9 @@ def template_levels(cur: pd.DataFrame) -> dict[int, float]:
 
 def _level_mix(
     lm: pd.DataFrame, cur_tc: pd.DataFrame, q: Quarter, thr: int, hidden: set
-) -> str | None:
-    """Level mix of all engineers against the template's; the labels carry count and share,
-    so no table repeats the chart."""
+) -> Table | None:
+    """Level mix of all engineers against the template's, one column per level: the count, the
+    share and the template's share (a small level is hidden with its complement)."""
     cur = lm[lm["month"] == q.last_month].groupby("skill_level")["headcount"].sum()
     if cur.empty:
         return None
@@ -245,22 +300,22 @@ def _level_mix(
     hidden_levels = {int(v) for v in hidden if str(v).isdigit()}
     mask = suppression_mask({lv: float(cur.get(lv, 0)) for lv in levels}, thr, hidden_levels)
     total = float(cur.sum())
-    share = {lv: None if mask[lv] else float(cur.get(lv, 0)) / total for lv in levels}
-    return charts.bar_chart(
-        "level-mix",
-        [LEVELS.get(lv, str(lv)) for lv in levels],
-        [share[lv] for lv in levels],
-        labels=[
-            f"{mask_label(thr)} (hidden)"
-            if mask[lv]
-            else f"{num(cur.get(lv, 0))} ({pct(share[lv])}; template {pct(tpl.get(lv, 0))})"
-            for lv in levels
+
+    def cell(lv: int, text: str) -> str:
+        return mask_label(thr) if mask[lv] else text
+
+    return table(
+        f"Level mix of engineers against the template, {month_label(q.last_month)}",
+        ["Skill level", *[LEVELS.get(lv, str(lv)) for lv in levels]],
+        [
+            ["Engineers at quarter end", *[cell(lv, num(cur.get(lv, 0))) for lv in levels]],
+            [
+                "Share of engineers",
+                *[cell(lv, pct(float(cur.get(lv, 0)) / total)) for lv in levels],
+            ],
+            ["Share of template seats", *[pct(tpl.get(lv, 0)) for lv in levels]],
         ],
-        percent=True,
-        title="Level mix of engineers against the template",
-        xlabel="share of engineers",
-        reference=[tpl.get(lv) for lv in levels] if tpl else None,
-        reference_label="template",
+        key="level-mix",
     )
 
 
@@ -280,6 +335,7 @@ def composition_section(
             if float(cur["headcount"].sum())
             else None,
             plans=role_plans(cur, basis),
+            training_source=basis.training_source if basis else "",
         )
         roles = coverage_hidden(marts, q.last_month, "role_family")
         section.tables.append(_plan_table(facts, thr, when, roles))
@@ -290,7 +346,7 @@ def composition_section(
     levels = coverage_hidden(marts, q.last_month, "level")
     mix = _level_mix(lm, cur, q, thr, levels) if lm is not None else None
     if mix:
-        section.charts.append(mix)
+        section.tables.append(mix)
     if not section.tables and not section.charts:
         return unavailable(sid, title, f"Not available: no composition snapshot for {when}."), None
     return section, facts
@@ -298,21 +354,19 @@ def composition_section(
 
 def _lead(f: CompositionFacts):
     text = sentence(
-        "The teams have {hc} engineers against a template of {tpl} for their current fleet "
-        "sizes; {band} sit in the level band the template sets for their role. Reaching the "
-        "template takes {hires} hires in the teams below it and training for {train} engineers "
-        "missing a required certification",
-        hc=num(f.headcount),
-        tpl=num(f.template),
+        "The teams have {hc} against {tpl} for their current fleet sizes; {band} sit in the "
+        "level band the template sets for their role. There are {short}, while other teams hold "
+        "engineers of the same roles above theirs: moving {moves} of them leaves {hires}",
+        hc=count("headcount", f.headcount),
+        tpl=count("template-seats", f.template),
         band=pct(f.in_band),
-        hires=fig("hires-needed", num(f.hires)),
-        train=fig("train-needed", num(f.to_train)),
+        short=count("seats-short", f.short),
+        moves=num(f.movable),
+        hires=count("hires-needed", f.hires),
     )
-    if f.hire_cost is not None and f.train_cost is not None:
+    if f.hires and f.hire_cost is not None:
         text += sentence(
-            ": about {h} a year in salaries at the middle of the seed's level bands and {t} of "
-            "training at the seed's course and exam fees",
+            " (about {h} a year in salaries at the middle of the seed's level bands)",
             h=fig("hire-cost", usd(f.hire_cost)),
-            t=fig("train-cost", usd(f.train_cost)),
         )
     return text + "."

@@ -1,11 +1,17 @@
 """The estimated effect of certification, read once from `certification_effect`, worded once.
 
-The mart has one row per metric (incident_rate_ratio, mttr_ratio, attrition_hazard_ratio) with
-the adjusted estimate and its interval, whether it is estimable, whether it counts as a finding
-(estimable, no difference before certification, interval excluding 1), the plain comparison
-beside it and the window of months it covers. Older warehouses lack the newer columns; they are
-derived here: estimable when the estimate and its interval are finite, the pre-trend result from
-the caveats text, a finding when estimable, not rejected and the interval excludes 1.
+Each effect has exactly one status, and every sentence, table cell, chart caption and ROI line
+that speaks of the effect prints it through `status_tag`, so the words cannot drift apart:
+
+- **shown**: estimable, no difference before certifying (pre-trend not rejected) and a 95 %
+  interval that excludes no effect (the mart's `finding`);
+- **not shown**: estimated, but the interval includes no effect, or the rates of engineers who
+  later certified already differed before they certified;
+- **not estimable**: too little data; no number is printed.
+
+Older warehouses lack the newer columns; they are derived here: estimable when the estimate and
+its interval are finite, the pre-trend result from the caveats text, shown when estimable, not
+rejected and the interval excludes 1.
 """
 
 from __future__ import annotations
@@ -33,16 +39,35 @@ EFFECT_TEXT = {
 }
 # Who a certified engineer is compared with (docs/statistics.md): incidents and time to restore
 # compare each engineer with their own months before certifying; an exit happens once, so
-# attrition compares engineers of the same tenure and level.
+# attrition compares different engineers of the same tenure and level, a weaker design.
 COMPARED_WITH = {
     "incident_rate_ratio": "than in the same engineers' months before certifying",
     "mttr_ratio": "than in the same engineers' months before certifying",
     "attrition_hazard_ratio": "than colleagues of the same tenure and level not certified",
 }
-PLAIN_KIND = {
-    "incident_rate_ratio": "plain before/after comparison",
-    "mttr_ratio": "plain before/after comparison",
-    "attrition_hazard_ratio": "plain ever- vs never-certified comparison",
+DESIGN = {
+    "incident_rate_ratio": "each engineer compared with their own months before certifying",
+    "mttr_ratio": "each responder compared with their own incidents before certifying",
+    "attrition_hazard_ratio": "different engineers of the same tenure and level compared (a "
+    "weaker design: differences the HR data do not record can pose as an effect)",
+}
+# what the model counts: its events, named so that two models' counts never share a label
+EVENTS = {
+    "incident_rate_ratio": "incidents in the incident model",
+    "mttr_ratio": "resolved incidents in the time-to-restore model",
+    "attrition_hazard_ratio": "voluntary exits in the attrition model",
+}
+ENGINEERS = {
+    "incident_rate_ratio": "engineers in the incident model",
+    "mttr_ratio": "responders in the time-to-restore model",
+    "attrition_hazard_ratio": "engineers in the attrition model",
+}
+# the one word for each status, and the longer phrase the ROI uses for the same status
+STATUS_WORDS = {"shown": "shown", "not_shown": "not shown", "not_estimable": "not estimable"}
+EVIDENCE_WORDS = {
+    "shown": "measured here",
+    "not_shown": "estimated, not distinguishable from no effect",
+    "not_estimable": "not estimable",
 }
 
 
@@ -81,6 +106,46 @@ class Effect:
     @property
     def window(self) -> str:
         return window_label(self.window_start, self.window_end)
+
+    @property
+    def status(self) -> str:
+        if not self.estimable:
+            return "not_estimable"
+        return "shown" if self.finding else "not_shown"
+
+    @property
+    def why_short(self) -> str:
+        """The reason in a few words, for page 1."""
+        if self.status == "not_estimable":
+            return self.not_estimable_reason
+        if self.status == "shown":
+            return "the interval excludes no effect"
+        if self.pretrend_rejected:
+            return "the rates already differed before certifying"
+        if self._excludes_one:
+            return "the statistics do not count it as a finding"
+        return "the interval includes no difference"
+
+    @property
+    def _excludes_one(self) -> bool:
+        lo, hi = self.ci_low, self.ci_high
+        return lo is not None and hi is not None and (hi < 1 or lo > 1)
+
+    @property
+    def why(self) -> str:
+        """Why the status is what it is, in words a leader reads."""
+        if self.status == "not_estimable":
+            return f"{self.not_estimable_reason}; {self.data_needed}"
+        if self.status == "shown":
+            return "the 95 % interval excludes no effect"
+        if self.pretrend_rejected:
+            return (
+                "the rates of engineers who later certified already differed before they "
+                "certified, so the change cannot be read as an effect"
+            )
+        if self._excludes_one:
+            return "the statistics (marts.certification_effect) do not count it as a finding"
+        return "the 95 % interval includes no difference"
 
 
 def _val(row: pd.Series, col: str) -> object:
@@ -159,61 +224,88 @@ def read_effects(eff: pd.DataFrame | None) -> dict[str, Effect]:
     return {m: found[m] for m in order}
 
 
-def _change(est: float, down: str, up: str) -> str:
+def status_tag(metric: str, status: str, words: dict[str, str] = STATUS_WORDS) -> Markup:
+    """The status of one effect as printed anywhere: its word, tagged with the effect and the
+    status so that a test can check every mention of the effect says the same."""
+    return Markup(
+        '<span class="status status-{s}" data-effect="{m}" data-status="{s}">{w}</span>'
+    ).format(s=status, m=metric, w=words[status])
+
+
+def effect_status(e: Effect, words: dict[str, str] = STATUS_WORDS) -> Markup:
+    return status_tag(e.metric, e.status, words)
+
+
+def change(e: Effect) -> str:
+    """`16 % shorter`: the size of the change at the estimate, in the outcome's words."""
+    _, _, down, up = EFFECT_TEXT.get(e.metric, ("", "", "lower", "higher"))
+    est = e.estimate or 1.0
     return f"{abs(est - 1) * 100:.0f} % {down if est < 1 else up}"
 
 
+def estimate_text(e: Effect, long: bool = False) -> Markup:
+    """`0.84 (0.79–0.89)` (`long`: `0.84 (95 % interval 0.79–0.89)`), tagged."""
+    return sentence(
+        "{est} (95 % interval {ci})" if long else "{est} ({ci})",
+        est=fig(f"effect-{e.metric}", ratio(e.estimate)),
+        ci=fig(f"effect-{e.metric}-ci", interval(e.ci_low, e.ci_high)),
+    )
+
+
+def effect_plain(e: Effect) -> Markup:
+    """What the data show, for page 1: the change and its interval, or why there is none."""
+    if e.status == "not_estimable":
+        return sentence("{why}", why=e.not_estimable_reason)
+    weaker = (
+        "; compares different engineers (a weaker design)"
+        if e.metric == "attrition_hazard_ratio"
+        else ""
+    )
+    if e.status == "shown":
+        return sentence(
+            "{c} while certified; ratio {est}{w}", c=change(e), est=estimate_text(e), w=weaker
+        )
+    return sentence("ratio {est}, but {why}", est=estimate_text(e), why=e.why_short)
+
+
 def effect_sentence(e: Effect) -> Markup:
-    """One plain sentence; never a number for what cannot be estimated, never a finding for what
-    the data do not show."""
-    label, what, down, up = EFFECT_TEXT.get(
+    """One sentence for the incidents section; never a number for what cannot be estimated,
+    never an effect for what the data do not show."""
+    label, what, _, _ = EFFECT_TEXT.get(
         e.metric, (nice(e.metric), nice(e.metric).lower(), "lower", "higher")
     )
-    if not e.estimable:
+    if e.status == "not_estimable":
         return sentence(
-            "{label}: not estimable: {reason}; {needed}.",
+            "{label} ({status}): {reason}; {needed}.",
             label=label,
+            status=effect_status(e),
             reason=e.not_estimable_reason,
             needed=e.data_needed,
         )
-    est = fig(f"effect-{e.metric}", ratio(e.estimate))
-    ci = fig(f"effect-{e.metric}-ci", interval(e.ci_low, e.ci_high))
     when = f", {e.window}" if e.window else ""
-    if e.finding:
+    if e.status == "shown":
         text = sentence(
-            "{label}: {change} {what} while certified {compared} (ratio {est}, 95 % interval "
-            "{ci}{when})",
+            "{label} ({status}): {change} {what} while certified {compared}: ratio {est}{when}",
             label=label,
-            change=_change(e.estimate, down, up),  # type: ignore[arg-type]
+            status=effect_status(e),
+            change=change(e),
             what=what,
             compared=COMPARED_WITH.get(e.metric, "than while not certified"),
-            est=est,
-            ci=ci,
-            when=when,
-        )
-    elif e.pretrend_rejected:
-        text = sentence(
-            "{label}: the rates of engineers who later certified already differed before they "
-            "certified, so the data do not show an effect of certification (ratio {est}, "
-            "95 % interval {ci}{when})",
-            label=label,
-            est=est,
-            ci=ci,
+            est=estimate_text(e, long=True),
             when=when,
         )
     else:
         text = sentence(
-            "{label}: the data do not show an effect of certification; the interval includes "
-            "no difference (ratio {est}, 95 % interval {ci}{when})",
+            "{label} ({status}): ratio {est}{when}, but {why}",
             label=label,
-            est=est,
-            ci=ci,
+            status=effect_status(e),
+            est=estimate_text(e, long=True),
             when=when,
+            why=e.why,
         )
     if e.naive_estimate is not None:
         text += sentence(
-            "; a {kind} would say {naive}",
-            kind=PLAIN_KIND.get(e.metric, "plain comparison"),
+            "; a plain comparison would say {naive}",
             naive=fig(f"naive-{e.metric}", ratio(e.naive_estimate)),
         )
     return text + "."

@@ -7,11 +7,12 @@ from datetime import timedelta
 
 from pipelines.lib.report.data import Marts, hidden_in_marts
 from pipelines.lib.report.fmt import fig, month_label, num, sentence
+from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import (
     EXTREMES,
+    Data,
     Section,
-    team_bar_chart,
     team_tables,
     unavailable,
 )
@@ -21,7 +22,7 @@ from pipelines.lib.report.suppression import shown, suppression_mask
 @dataclass(frozen=True)
 class ExpiringFacts:
     expiring: float
-    most: list[tuple[str, float]]  # visible teams with the most expiring, at most three
+    by_team: dict[str, float]  # visible teams with at least one expiring
 
 
 def expiring_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, ExpiringFacts | None]:
@@ -41,52 +42,56 @@ def expiring_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Expir
         thr,
         also_hidden=hidden_in_marts(teams, "segment_value"),
     )
-    rows, names, count = [], [], {}
+    rows, names, n, size, data = [], [], {}, {}, []
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]
-        rows.append([name, shown(r.expiring_next_90d, h, thr)])
-        names.append(name)
-        count[name] = None if h else float(r.expiring_next_90d)
-    total = float(allrow["expiring_next_90d"].iloc[0])
-    ranked = sorted((n for n in names if count[n]), key=lambda n: (-count[n], n))  # type: ignore[operator]
-    most = ranked[: 2 * EXTREMES]
-    picked = names if len(names) <= 2 * EXTREMES else most
-    out_charts = []
-    if any(count[n] for n in picked):
-        title = f"Active certifications expiring in the 90 days after {q.end:%d %b %Y}"
-        out_charts.append(
-            team_bar_chart(
-                "expiring-by-team",
-                picked,
-                count,
-                num,
-                thr,
-                title=title + ("" if picked is names else f": the {len(most)} teams with most"),
-                xlabel="certifications expiring",
-            )
+        rows.append([name, shown(r.headcount, h, thr), shown(r.expiring_next_90d, h, thr)])
+        data.append(
+            [
+                name,
+                None if h else int(r.headcount),
+                None if h else int(r.expiring_next_90d),
+                bool(h),
+            ]
         )
+        names.append(name)
+        n[name] = None if h else float(r.expiring_next_90d)
+        size[name] = float(r.headcount)
+    total = float(allrow["expiring_next_90d"].iloc[0])
+    ranked = sorted((t for t in names if n[t]), key=lambda t: (-n[t], t))  # type: ignore[operator]
+    picked = ranked[: 2 * EXTREMES]  # the printed teams, for the team tables
+    out_charts: list = []
     tables = team_tables(
         "Expiring certifications by team",
-        ["Team", "Expiring"],
+        ["Team", "Engineers at quarter end", "Expiring"],
         rows,
         names,
-        most,
+        picked,
         [],
-        total=["All teams", fig("expiring", num(total))],
+        total=["All teams", "", fig("expiring", num(total))],
         key="expiring-teams",
         far_words="with most expiring",
+        printed_table=False,
+        data=Data(
+            [
+                "Team",
+                "Engineers at quarter end (count)",
+                "Certifications expiring in the next 90 days (count)",
+                "Hidden: fewer than the minimum group size (true/false)",
+            ],
+            data,
+        ),
     )
-    if picked is not names:  # the chart shows the printed teams; the table is the full list
-        tables = [t for t in tables if t.scope == "full"]
-    facts = ExpiringFacts(total, [(n, count[n]) for n in ranked[:3]])  # type: ignore[misc]
+    facts = ExpiringFacts(total, {t: n[t] for t in ranked})  # type: ignore[misc]
     lead = sentence(
-        "{n} active certifications expire between {a} and {b} unless renewed{most}. Plan the "
-        "renewal exams and their budget now.",
-        n=fig("expiring", num(total)),
+        "{n} (between {a} and {b}) unless renewed{most}.",
+        n=count("expiring", total),
         a=f"{q.end + timedelta(days=1):%d %b}",
         b=f"{q.end + timedelta(days=90):%d %b %Y}",
-        most="; most in " + ", ".join(f"{t} ({num(c)})" for t, c in facts.most)
-        if facts.most
+        most="; most in "
+        + ", ".join(f"{t} ({num(n[t])}; team of {num(size[t])})" for t in ranked[:5])
+        + (f" and {len(ranked) - 5} more teams" if len(ranked) > 5 else "")
+        if ranked
         else "",
     )
     return Section(sid, title, True, lead, out_charts, tables), facts

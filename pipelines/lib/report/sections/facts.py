@@ -1,4 +1,5 @@
-"""The figures page 1 reuses, one typed record per section (None when the section has no data)."""
+"""The figures page 1 and the actions reuse, one typed record per section (None when the
+section has no data)."""
 
 from __future__ import annotations
 

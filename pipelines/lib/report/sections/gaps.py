@@ -8,6 +8,7 @@ import pandas as pd
 
 from pipelines.lib.report.data import Marts, coverage_hidden
 from pipelines.lib.report.fmt import fig, month_label, nice, num, pct, sentence
+from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
@@ -47,7 +48,11 @@ def by_role(tc: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def gaps_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, GapFacts | None]:
+def gaps_section(
+    marts: Marts, q: Quarter, thr: int, cert_names: dict[str, str] | None = None
+) -> tuple[Section, GapFacts | None]:
+    """The gaps by role; `cert_names` (code -> name, the certification catalogue) spells out
+    the codes the table uses, in the lead above it."""
     sid, title = "gaps", "Required-certification gaps by role"
     tc = marts.get("team_composition")
     if tc is None:
@@ -94,16 +99,22 @@ def gaps_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, GapFacts 
         ][:3],
     )
     lead = sentence(
-        "{gap} of {hc} engineers lack at least one certification their role requires under the "
-        "team template for their cluster's current fleet size.",
-        gap=fig("gap-people", num(facts.gap_people)),
-        hc=num(tot_h),
+        "{gap}: they lack at least one certification their role requires under the team "
+        "template for their cluster's current fleet size ({month}).",
+        gap=count("gap-people", facts.gap_people),
+        month=month_label(q.last_month),
     )
     t = table(
         f"Role requirements and gaps, {month_label(q.last_month)}",
-        ["Role", "Required (current fleet size)", "Engineers", "Meet requirements", "Missing ≥1"],
+        ["Role", "Required (current fleet size)", label("headcount").capitalize(),
+         "Meet requirements", "Missing ≥1 required"],
         rows,
-        total=["All roles", "", num(tot_h), num(tot_c), fig("gap-people", num(tot_h - tot_c))],
+        total=["All roles", "", fig("headcount", num(tot_h)),
+               fig("compliant-headcount", num(tot_c)), fig("gap-people", num(tot_h - tot_c))],
         key="gaps-roles",
-    )
+    )  # fmt: skip
+    codes = sorted({c for v in g["codes"] for c in str(v).split(", ") if c})
+    named = [f"{cert_names[c]} ({c})" for c in codes if cert_names and c in cert_names]
+    if named:
+        lead += sentence(" The certifications required: {n}.", n="; ".join(named))
     return Section(sid, title, True, lead, [], [t]), facts

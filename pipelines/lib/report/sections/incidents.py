@@ -11,11 +11,20 @@ from markupsafe import Markup
 
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
-from pipelines.lib.report.fmt import fig, interval, nice, num, ratio, sentence
+from pipelines.lib.report.fmt import fig, nice, num, ratio, sentence
 from pipelines.lib.report.intervals import poisson_rate_interval
+from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, Table, table, unavailable
-from pipelines.lib.report.sections.effects import Effect, effect_sentence, read_effects
+from pipelines.lib.report.sections.effects import (
+    ENGINEERS,
+    EVENTS,
+    Effect,
+    effect_sentence,
+    effect_status,
+    estimate_text,
+    read_effects,
+)
 from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
 
 STATUS_LABELS = {  # incident_rates.certification_status, in reading order
@@ -31,6 +40,7 @@ STATUS_LABELS = {  # incident_rates.certification_status, in reading order
 class QuarterIncidents:
     rate: float  # incidents per 100 engineer-months, all engineers
     mttr_median: float | None  # minutes
+    engineers: float = 0.0  # engineers employed during the quarter
 
 
 @dataclass(frozen=True)
@@ -58,33 +68,58 @@ def _quarter_all(ir: pd.DataFrame | None, start: date) -> QuarterIncidents | Non
     r = x.iloc[0]
     rate = poisson_rate_interval(r["incidents"], r["engineer_months"], per=100)[0]
     med = r["mttr_median_minutes"]
-    return QuarterIncidents(rate, None if med != med or med is None else float(med))
+    return QuarterIncidents(
+        rate, None if med != med or med is None else float(med), float(r["engineers"])
+    )
 
 
-def _event_charts(es: pd.DataFrame | None, thr: int, notes: list) -> list[str]:
+CHART_WORDS = {
+    "shown": "the months before certifying are flat around 1, and the change after it is the "
+    "effect the estimate measures",
+    "not_shown": "read the change after certifying with the status: {why}",
+    "not_estimable": "too few engineers to estimate the effect",
+}
+
+
+def _event_charts(
+    es: pd.DataFrame | None, effects: dict[str, Effect], thr: int, notes: list
+) -> list[charts.Chart]:
     out = []
     for metric in sorted(es["metric"].unique()) if es is not None and not es.empty else []:
         m = es[es["metric"] == metric].sort_values("relative_month")
         hidden = ~(m["engineers"].astype("float64") >= thr)  # NULL: suppressed upstream
         if hidden.any():
             notes.append(
-                f"{nice(metric)}: {int(hidden.sum())} relative months with fewer than "
-                f"{thr} engineers are left out of the chart."
+                f"{nice(metric)}: {int(hidden.sum())} relative months with fewer engineers than "
+                f"the minimum group size ({thr}) are left out of the chart."
             )
         m = m[~hidden]
         if m.empty:
             continue
-        label = {"incident_rate_ratio": "Incident rate", "mttr_ratio": "Time to restore"}
-        out.append(
-            charts.event_study_chart(
-                f"event-study-{metric}",
-                m["relative_month"].astype(int).tolist(),
-                m["estimate"].astype(float).tolist(),
-                m["ci_low"].astype(float).tolist(),
-                m["ci_high"].astype(float).tolist(),
-                title=f"{label.get(metric, nice(metric))} by month relative to certification",
-            )
+        name = {"incident_rate_ratio": "Incident rate", "mttr_ratio": "Time to restore"}.get(
+            metric, nice(metric)
         )
+        caption: Markup | str = ""
+        e = effects.get(metric)
+        if e is not None:
+            caption = sentence(
+                "{label} ({status}): {words}.",
+                label=e.label,
+                status=effect_status(e),
+                words=CHART_WORDS[e.status].format(why=e.why),
+            )
+        svg = charts.event_study_chart(
+            f"event-study-{metric}",
+            m["relative_month"].astype(int).tolist(),
+            m["estimate"].astype(float).tolist(),
+            m["ci_low"].astype(float).tolist(),
+            m["ci_high"].astype(float).tolist(),
+            title=f"{name} by month relative to certification",
+            alt=f"Line chart with a 95 % band: {name.lower()} of engineers who certified, in "
+            "each month from 12 before to 12 after certifying, as a ratio to the month before "
+            "certifying.",
+        )
+        out.append(charts.Chart(f"event-study-{metric}", svg, caption))
     return out
 
 
@@ -92,17 +127,9 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
     rows = []
     for e in effects.values():
         if e.n_engineers is not None and e.n_engineers < thr:
-            rows.append([e.label, mask_label(thr), "", "", shown(e.n_engineers, True, thr), ""])
+            rows.append([e.label, mask_label(thr), effect_status(e), "", "", ""])
             continue
-        if e.estimable:
-            adjusted = sentence(
-                "{est} ({ci})",
-                est=fig(f"effect-{e.metric}", ratio(e.estimate)),
-                ci=fig(f"effect-{e.metric}-ci", interval(e.ci_low, e.ci_high)),
-            )
-            verdict = "shows an effect" if e.finding else "no effect shown"
-        else:
-            adjusted, verdict = "not estimable", e.not_estimable_reason
+        adjusted = estimate_text(e) if e.estimable else "–"
         naive = (
             fig(f"naive-{e.metric}", ratio(e.naive_estimate))
             if e.naive_estimate is not None
@@ -112,30 +139,32 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
             [
                 e.label,
                 adjusted,
-                verdict,
+                effect_status(e),
                 naive,
-                f"{num(e.n_engineers)} / {num(e.n_events)}",
-                e.window or "–",
+                sentence(
+                    "{n} {what}", n=fig(f"n-engineers-{e.metric}", num(e.n_engineers)),
+                    what=ENGINEERS.get(e.metric, "engineers"),
+                ),
+                sentence(
+                    "{n} {what}", n=fig(f"n-events-{e.metric}", num(e.n_events)),
+                    what=EVENTS.get(e.metric, "events"),
+                ),
             ]
-        )
+        )  # fmt: skip
+    window = next((e.window for e in effects.values() if e.window), "")
     return table(
         "Estimated effect of certification (ratio; 1 = no difference)",
-        [
-            "Outcome",
-            "Estimate (95 % CI)",
-            "Reading",
-            "Plain comparison",
-            "Engineers / events",
-            "Months covered",
-        ],
+        ["Outcome", "Estimate (95 % CI)", "Status", "Plain comparison", "Engineers", "Events"],
         rows,
         key="effects",
-        note="Estimated from complete months: the latest month of the data is still being "
-        "delivered and enters once the next month's exports arrive.",
+        note="Estimated from complete months"
+        + (f" ({window})" if window else "")
+        + ": the latest month of the data is still being delivered and enters once the next "
+        "month's exports arrive. The method appendix says how each is estimated.",
     )
 
 
-def _status_rows(st: pd.DataFrame, thr: int) -> list[list]:
+def _status_rows(st: pd.DataFrame, thr: int, quarter: bool = True) -> list[list]:
     order = {k: i for i, k in enumerate(STATUS_LABELS)}
     st = st.assign(_o=st["certification_status"].map(lambda v: order.get(v, 99))).sort_values(
         ["_o", "certification_status"]
@@ -150,12 +179,12 @@ def _status_rows(st: pd.DataFrame, thr: int) -> list[list]:
     for r in st.itertuples():
         h = mask.get(r.certification_status, False)
         rate = poisson_rate_interval(r.incidents, r.engineer_months, per=100)
-        is_all = r.certification_status == "all"
+        is_all = r.certification_status == "all" and quarter
         rate_txt = f"{rate[0]:.1f}"
         rows.append(
             [
                 status_label(r.certification_status),
-                shown(r.engineers, h, thr),
+                fig("employed", num(r.engineers)) if is_all else shown(r.engineers, h, thr),
                 shown(r.engineer_months, h, thr),
                 shown(r.incidents, h, thr),
                 mask_label(thr)
@@ -197,13 +226,15 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         scope = q.label
         if st.empty:
             st, scope = ir[ir["breakdown"] == "status"], "whole observation window"
-        rows = _status_rows(st, thr)
+        rows = _status_rows(st, thr, quarter=scope == q.label)
         section.tables.append(
             table(
                 f"Incidents as primary responder, {scope}",
                 [
-                    "Status",
-                    "Engineers",
+                    "Certification status",
+                    label("employed").capitalize()
+                    if scope == q.label
+                    else "Engineers employed in the window",
                     "Engineer-months",
                     "Incidents",
                     "Per 100 eng.-months (95 % CI)",
@@ -220,9 +251,22 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         )
     if effects:
         section.tables.append(effects_table(effects, thr))
-    section.charts += _event_charts(es, thr, section.notes)
+    section.charts += _event_charts(es, effects, thr, section.notes)
     parts = [effect_sentence(e) for e in effects.values()]
-    section.lead = (
+    now = facts.now
+    lead = (
+        sentence(
+            "In {q}, {rate} incidents per 100 engineer-months across the {n}; median time to "
+            "restore {mttr} minutes. ",
+            q=q.label,
+            rate=fig("incident-rate", f"{now.rate:.1f}"),
+            n=count("employed", now.engineers),
+            mttr=fig("mttr-median", num(now.mttr_median)),
+        )
+        if now is not None
+        else Markup("")
+    )
+    section.lead = lead + (
         Markup(" ").join(parts)
         if parts
         else "Effect estimates are not available (certification_effect is not in the published "
@@ -231,8 +275,8 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
     return section, facts
 
 
-def split_charts(section: Section, prefix: str) -> list[str]:
+def split_charts(section: Section, prefix: str) -> list[charts.Chart]:
     """Take the charts named `prefix...` out of a section, for the method appendix."""
-    moved = [c for c in section.charts if f'data-chart="{prefix}' in c]
+    moved = [c for c in section.charts if c.name.startswith(prefix)]
     section.charts = [c for c in section.charts if c not in moved]
     return moved

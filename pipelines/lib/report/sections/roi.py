@@ -1,59 +1,86 @@
-"""Training spend and return on investment, measured return first.
+"""Return on investment: what the headline counts, what it leaves out, every input and its source.
 
-The headline ROI counts only what the data measure: contractor cost avoided and downtime avoided
-(priced at the stated GPU-hour cost through the estimated certification effect), with the range
-the effect's 95 % interval implies. Efficiency and faster deployment rest on stated per-GPU
-values from the assumptions file: they are shown apart, as a range, and never summed into the
-headline. A return that rests on an effect that is not estimable is unavailable, and says so.
+The ROI is priced here from the drivers of `roi_by_period` (the build file's restricted copy, one
+row per quarter) with the ROI model itself (`pipelines.lib.roi.evidence`), over two windows the
+report states once: the last 12 months (the four quarters ending with the report's quarter) and
+the data since the start (its first quarter to the report's quarter's end). The headline counts
+only returns resting on effects this company's data show (status "shown"); returns resting on
+effects not distinguishable from none, or on assumptions, are listed beside it and never added.
+Its range moves the measured effects to the ends of their 95 % intervals (statistical); the
+assumptions are moved one at a time in a separate chart, each with the verdict at both ends.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
+import polars as pl
 from markupsafe import Markup
 
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
-from pipelines.lib.report.fmt import fig, money, nice, num, roi_pct, sentence, usd, window_label
+from pipelines.lib.report.fmt import (
+    fig,
+    money,
+    nice,
+    num,
+    roi_pct,
+    sentence,
+    usd,
+    window_label,
+)
 from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.sections.base import Section, Table, table, unavailable
-from pipelines.lib.report.sections.effects import Effect
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
-from pipelines.lib.roi.model import LINE_ITEMS
+from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
+from pipelines.lib.report.sections.effects import (
+    EFFECT_TEXT,
+    EVIDENCE_WORDS,
+    Effect,
+    estimate_text,
+    status_tag,
+)
+from pipelines.lib.report.suppression import is_small, mask_label, shown, suppression_mask
+from pipelines.lib.roi.assumptions import (
+    SOURCE_TYPES,
+    Assumption,
+    RoiInputError,
+    base_params,
+    load_assumptions,
+)
+from pipelines.lib.roi.evidence import (
+    EFFECT_METRICS,
+    Component,
+    EffectEvidence,
+    Headline,
+    Swing,
+    headline,
+    headline_sensitivity,
+    window_drivers,
+)
+from pipelines.lib.roi.model import DRIVER_COLUMNS, LINE_ITEMS
+from pipelines.lib.roi.warehouse import DRIVER_SOURCES, PEOPLE_DRIVERS, warehouse_assumptions
 
-# Returns priced from stated per-GPU values, not measured (pipelines/lib/roi/README.md), and the
-# assumptions each one scales with.
-STATED_RETURNS = {
-    "efficiency": ("fleet_cost_usd_per_gpu_year", "efficiency_share_of_fleet_cost"),
-    "faster_deployment": ("faster_deployment_usd_per_gpu_year",),
+EVIDENCE_ORDER = {"measured": 0, "not_shown": 1, "assumed": 2, "unavailable": 3}
+EVIDENCE_STATUS = {"measured": "shown", "not_shown": "not_shown", "unavailable": "not_estimable"}
+VERDICT = {
+    "pays": "Yes: it pays off even at the unfavourable end of the measured effects' intervals",
+    "likely": "Probably: it pays off at the estimates, but not at the unfavourable end of "
+    "their intervals",
+    "not_shown": "No: the returns measured here do not cover the investment",
+    "nothing": "Not measurable yet: no effect of certification is measured in this company's data",
 }
-# Measured returns and the effects they rest on.
-EFFECT_RETURNS = {
-    "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
-    "attrition_cost_avoided": ("attrition_hazard_ratio",),
-}
-EFFECT_CI_ROW = "certification_effect CI"  # the row moving every effect to its bounds
 
 
 @dataclass(frozen=True)
-class Item:
-    item: str
-    label: str
-    amount: float
-    kind: str  # investment | measured | stated | unavailable
-    low: float | None = None
-    high: float | None = None
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class WorkedExample:
-    """The seed's worked example (one year, 100 GPUs): item -> amount, and the investment."""
-
-    investment: float
-    items: dict[str, float]
+class InputRow:
+    name: str
+    year: str  # value over the last 12 months (or the value used)
+    since: str  # value since the start ("" when it is the same)
+    source: Markup | str
+    csv: list  # numbers as numbers for the appendix file
 
 
 @dataclass
@@ -63,25 +90,35 @@ class RoiFacts:
     spend_year_ago: float | None = None
     spend_12m: float | None = None
     exam_spend_per_attempt: float | None = None
-    items: list[Item] = field(default_factory=list)
-    investment: float = 0.0
-    measured: float = 0.0
-    measured_low: float | None = None
-    measured_high: float | None = None
-    window: str = ""
-    years: float = 0.0
+    year: Headline | None = None  # the last 12 months
+    since: Headline | None = None  # since the start
+    swings: list[Swing] = field(default_factory=list)
+    assumptions: dict[str, Assumption] = field(default_factory=dict)
+    inputs: list[InputRow] = field(default_factory=list)
+    why_not: str = ""
 
     @property
-    def net_ratio(self) -> float | None:
-        return (self.measured - self.investment) / self.investment if self.investment else None
+    def year_label(self) -> str:
+        return _label(self.year)
 
-    def net_ratio_at(self, measured: float | None) -> float | None:
-        if measured is None or not self.investment:
-            return None
-        return (measured - self.investment) / self.investment
+    @property
+    def since_label(self) -> str:
+        return _label(self.since)
 
-    def of(self, kind: str) -> list[Item]:
-        return [i for i in self.items if i.kind == kind]
+    @property
+    def verdict(self) -> str:
+        if self.year is None:
+            return "nothing"
+        if not self.year.of("measured"):
+            return "nothing"
+        return self.year.verdict
+
+
+def _label(h: Headline | None) -> str:
+    return "" if h is None else window_label(h.start, h.end)
+
+
+# --- spend ------------------------------------------------------------------------------------
 
 
 def _spend_figures(ts: pd.DataFrame, q: Quarter, facts: RoiFacts):
@@ -105,21 +142,20 @@ def _spend_figures(ts: pd.DataFrame, q: Quarter, facts: RoiFacts):
     return total
 
 
-def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section) -> None:
+def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts) -> list[Table]:
     ts = marts.get("training_spend")
     if ts is None or ts.empty:
-        return
+        return []
     cur = ts[ts["quarter"] == q.start].sort_values("spend_category")
     if cur.empty:
-        return
-
-    total = _spend_figures(ts, q, facts)
+        return []
+    _spend_figures(ts, q, facts)
     mask = suppression_mask(
         dict(zip(cur["spend_category"], cur["participants"], strict=True)),
         thr,
         also_hidden=hidden_in_marts(cur, "spend_category"),
     )
-    rows = []
+    rows, data = [], []
     for r in cur.itertuples():
         h = mask[r.spend_category]
         rows.append(
@@ -132,9 +168,16 @@ def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section
                 shown(r.training_hours, h, thr),
             ]
         )
-    section.tables.append(
+        data.append(
+            [nice(r.spend_category)]
+            + ([None] * 5 if h else [int(r.participants), int(r.completions),
+                                      round(float(r.spend_usd), 2), round(float(r.discount_usd), 2),
+                                      round(float(r.training_hours), 1)])
+            + [bool(h)]
+        )  # fmt: skip
+    return [
         table(
-            f"Training spend, {q.label}",
+            f"Training and exam spend charged in {q.label}, by programme type",
             ["Programme type", "Participants", "Completions", "Spend", "Discounts", "Hours"],
             rows,
             total=[
@@ -145,294 +188,459 @@ def _spend(marts: Marts, q: Quarter, thr: int, facts: RoiFacts, section: Section
                 usd(cur["discount_usd"].sum()),
                 num(cur["training_hours"].sum()),
             ],
-            key="spend",
+            key="spend-all",
+            scope="full",
+            data=Data(
+                ["Programme type", "Participants (count)", "Completions (count)",
+                 "Spend charged (USD)", "Discounts (USD)", "Training hours (hours)",
+                 "Hidden: fewer than the minimum group size (true/false)"],
+                data,
+            ),
         )
-    )
-    year = [x for x in q.trailing(4)]
-    section.tables.append(
-        table(
-            "Training and exam spend, the last four quarters",
-            ["Quarter", "Spend"],
-            [[x.label, usd(total(x.start))] for x in year],
-            total=["12 months", fig("spend-12m", usd(facts.spend_12m))],
-            key="spend-quarters",
-        )
-    )
-    section.lead = sentence(
-        "{spend} was spent on training and exams in {q} ({y} over the last 12 months).",
-        spend=fig("spend", usd(facts.spend)),
-        q=q.label,
-        y=fig("spend-12m", usd(facts.spend_12m)),
-    )
+    ]  # fmt: skip
 
 
-def _kind(r: pd.Series, effects: dict[str, Effect]) -> tuple[str, str]:
-    """What an roi_summary line is (from its `status` column when the mart has one) and a note:
-    why it is unavailable, or that it rests on an effect the data do not show."""
-    if str(r["category"]).lower() == "investment":
-        return "investment", ""
-    item = str(r.get("item", ""))
-    status = str(r.get("status") or "").lower()
-    if status not in ("measured", "stated", "unavailable"):
-        status = "stated" if item in STATED_RETURNS else "measured"
-    if status != "measured":
-        return status, str(r.get("note") or "") if status == "unavailable" else ""
-    used = [effects[m] for m in EFFECT_RETURNS.get(item, ()) if m in effects]
-    for e in used:
-        if not e.estimable:
-            return (
-                "unavailable",
-                f"{e.label.lower()} effect not estimable: {e.not_estimable_reason}",
-            )
-    weak = [e.label.lower() for e in used if not e.finding]
-    if weak:
-        return "measured", f"rests on an effect the data do not show ({', '.join(weak)})"
-    return "measured", ""
+# --- the ROI over two windows -----------------------------------------------------------------
 
 
-def _ranges(items: list[Item], sens: pd.DataFrame | None, facts: RoiFacts) -> list[Item]:
-    """Low and high of each stated item from the one-at-a-time sensitivity rows (each assumption
-    scales its item linearly), and of the measured total from the effect-interval row."""
-    if sens is None or sens.empty or not facts.investment:
-        return items
-    base = float(sens["base_roi"].iloc[0])
-    by = {str(r["assumption"]): r for _, r in sens.iterrows()}
-    out = []
-    for it in items:
-        if it.kind == "stated" and it.amount:
-            lo = hi = 1.0
-            for name in STATED_RETURNS[it.item]:
-                if name in by:
-                    d = [
-                        (float(by[name][c]) - base) * facts.investment / it.amount + 1
-                        for c in ("roi_at_low", "roi_at_high")
-                    ]
-                    lo, hi = lo * min(d), hi * max(d)
-            it = Item(it.item, it.label, it.amount, it.kind, it.amount * lo, it.amount * hi)
-        out.append(it)
-    stated_total = sum(i.amount for i in out if i.kind == "stated")
-    ci_row = next((by[k] for k in by if k.startswith(EFFECT_CI_ROW)), None)
-    # with a line unavailable the sensitivity rows may still price it: no range then
-    if ci_row is not None and not any(i.kind == "unavailable" for i in out):
-        ends = [
-            (float(ci_row[c]) + 1) * facts.investment - stated_total
-            for c in ("roi_at_low", "roi_at_high")
-        ]
-        facts.measured_low, facts.measured_high = min(ends), max(ends)
-    return out
+def evidence_of(effects: dict[str, Effect]) -> dict[str, EffectEvidence]:
+    """The report's one reading of each effect, handed to the ROI model: the same status
+    governs the effects table, the sentences and the ROI lines."""
+    return {
+        m: EffectEvidence(m, e.estimate, e.ci_low, e.ci_high, e.estimable, e.finding, e.why)
+        for m, e in effects.items()
+    }
 
 
-def _items(summ: pd.DataFrame, effects: dict[str, Effect], facts: RoiFacts) -> None:
-    name = "label" if "label" in summ.columns else "item"
-    status = summ["status"] if "status" in summ.columns else pd.Series("", index=summ.index)
-    s = summ[summ["amount_usd"].notna() | (status == "unavailable")]
-    for _, r in s.iterrows():
-        kind, reason = _kind(r, effects)
-        amount = 0.0 if kind == "unavailable" else float(r["amount_usd"])
-        facts.items.append(
-            Item(str(r.get("item", r[name])), str(r[name]), amount, kind, reason=reason)
-        )
-    facts.investment = sum(i.amount for i in facts.of("investment"))
-    facts.measured = sum(i.amount for i in facts.of("measured"))
-    if {"period_start", "period_end"} <= set(s.columns) and len(s):
-        start, end = pd.Timestamp(s["period_start"].min()), pd.Timestamp(s["period_end"].max())
-        facts.window = window_label(start.date(), end.date())
-        facts.years = ((end - start).days + 1) / 365.25
-
-
-def _measured_table(f: RoiFacts) -> Table:
-    rows: list[list] = [
-        [i.label, "investment", usd(-i.amount)] for i in f.of("investment") if i.amount
-    ]
-    rows += [
-        [i.label, "measured return" + (f"; {i.reason}" if i.reason else ""), usd(i.amount)]
-        for i in f.of("measured")
-    ]
-    rows += [[i.label, "unavailable", i.reason] for i in f.of("unavailable")]
-    rng = (
-        f" ({money(f.measured_low)}–{money(f.measured_high)})" if f.measured_low is not None else ""
-    )
-    rows.append(
+def _effect_frame(effects: dict[str, Effect]) -> pl.DataFrame:
+    return pl.DataFrame(
         [
-            "Measured return",
-            "total",
-            sentence("{m}{r}", m=fig("roi-measured", usd(f.measured)), r=rng),
-        ]
-    )
-    rows.append(["Investment", "total", fig("roi-investment", usd(f.investment))])
-    return table(
-        f"Measured return on the investment, {f.window}",
-        ["Item", "Kind", "Amount"],
-        rows,
-        total=[
-            "Net ROI on measured returns",
-            "(return − investment) ÷ investment",
-            fig("roi-net-measured", roi_pct(f.net_ratio)),
+            {
+                "metric": e.metric,
+                "estimate": e.estimate,
+                "ci_low": e.ci_low,
+                "ci_high": e.ci_high,
+                "estimable": e.estimable,
+                "not_estimable_reason": None if e.estimable else e.not_estimable_reason,
+            }
+            for e in effects.values()
         ],
-        key="roi-measured",
+        schema={
+            "metric": pl.String,
+            "estimate": pl.Float64,
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "estimable": pl.Boolean,
+            "not_estimable_reason": pl.String,
+        },
     )
 
 
-def _stated_table(f: RoiFacts) -> Table:
+def _by_period(marts: Marts) -> pl.DataFrame | None:
+    bp = marts.get("roi_by_period")
+    if bp is None or bp.empty or not set(DRIVER_COLUMNS) <= set(bp.columns):
+        return None
+    bp = bp[bp["period_type"] == "quarter"].copy()
+    bp["period_start"] = pd.to_datetime(bp["period_start"]).dt.date
+    cols = ["period_type", "period_start", *DRIVER_COLUMNS]
+    return pl.from_pandas(bp[cols].astype({c: "float64" for c in DRIVER_COLUMNS}))
+
+
+def price_windows(
+    marts: Marts, q: Quarter, effects: dict[str, Effect], assumptions_path: Path | None
+) -> tuple[Headline, Headline, list[Swing], dict[str, Assumption]] | str:
+    """The headline of the last 12 months and since the start, the sensitivity of the first,
+    and the assumptions as priced; or why the ROI cannot be priced."""
+    bp = _by_period(marts)
+    if bp is None:
+        return (
+            "the drivers of roi_by_period are not at hand (the report reads them from the "
+            "build file's restricted.roi_by_period; run the pipeline, or pass the build file)"
+        )
+    missing = [m for m in EFFECT_METRICS if m not in effects]
+    if missing:
+        return f"certification_effect has no row for {', '.join(missing)}"
+    if assumptions_path is None or not Path(assumptions_path).is_file():
+        return f"the assumptions file {assumptions_path} is missing"
+    try:
+        assumed = warehouse_assumptions(load_assumptions(assumptions_path), _effect_frame(effects))
+    except RoiInputError as exc:
+        return str(exc)
+    params = base_params(assumed)
+    ev = evidence_of(effects)
+    quarters = sorted(d for d in bp["period_start"].to_list() if d <= q.start)
+    if not quarters:
+        return f"roi_by_period has no quarter up to {q.label}"
+    year_start = max(q.trailing(4)[0].start, quarters[0])
+    year = headline(window_drivers(bp, year_start, q.start), params, ev, year_start, q.end)
+    since = headline(window_drivers(bp, quarters[0], q.start), params, ev, quarters[0], q.end)
+    swings = headline_sensitivity(window_drivers(bp, year_start, q.start), assumed, ev)
+    return year, since, swings, assumed
+
+
+def _roi_range(h: Headline) -> str:
+    if h.net_roi_low is None or h.net_roi_high is None:
+        return ""
+    return f"{roi_pct(h.net_roi_low)} to {roi_pct(h.net_roi_high)}"
+
+
+def evidence_cell(c: Component) -> Markup:
+    """The evidence of a component in the words of the effects it rests on, tagged per effect."""
+    if c.evidence == "assumed":
+        return sentence("assumed: {why}", why=c.why)
+    status = EVIDENCE_STATUS[c.evidence]
+    tags = Markup(", ").join(
+        sentence(
+            "{label} {tag}",
+            label=EFFECT_TEXT.get(m, (nice(m),))[0].lower(),
+            tag=status_tag(m, status, EVIDENCE_WORDS),
+        )
+        for m in c.rests_on
+    )
+    return tags
+
+
+def _evidence_table(f: RoiFacts) -> Table:
+    year, since = f.year, f.since
+    assert year is not None and since is not None
+    key = lambda c: (c.item, c.evidence)  # noqa: E731
+    later = {key(c): c for c in since.parts}
+    parts = sorted(year.parts, key=lambda c: EVIDENCE_ORDER[c.evidence])
+
+    def amount(c: Component | None, tag: str = "") -> Markup | str:
+        if c is None:
+            return "–"
+        if c.amount is None:
+            return "not estimable"
+        return fig(tag, usd(c.amount)) if tag else usd(c.amount)
+
     rows = [
         [
-            i.label,
-            fig(f"stated-{i.item}", usd(i.amount)),
-            f"{money(i.low)}–{money(i.high)}" if i.low is not None else "–",
+            c.label,
+            evidence_cell(c),
+            amount(c, f"roi-part-{c.item}-{c.evidence}"),
+            amount(later.get(key(c))),
         ]
-        for i in f.of("stated")
+        for c in parts
     ]
-    return table(
-        "Stated values: per-GPU assumptions, not measured, not in the ROI above",
-        ["Item", "At the assumed base value", "Over the assumed range"],
-        rows,
-        key="roi-stated",
-    )
 
+    def counted(h: Headline, tag: str = "") -> Markup:
+        rng = f" ({money(h.counted_low)}–{money(h.counted_high)})" if h.of("measured") else ""
+        return sentence("{m}{r}", m=fig(tag, usd(h.counted)) if tag else usd(h.counted), r=rng)
 
-def _worked_table(f: RoiFacts, w: WorkedExample) -> Table:
-    per_year = (lambda v: v / f.years) if f.years else (lambda v: v)
-    here = {i.item: i for i in f.items}
-    rows = [["Investment", usd(w.investment), usd(per_year(f.investment)), "measured"]]
-    for item, amount in w.items.items():
-        it = here.get(item)
-        if not amount and (it is None or not it.amount):
-            continue  # a line neither the example nor this company has
-        verdict = {
-            "measured": "supported by this company's data"
-            if it and it.amount > 0
-            else "not supported: no measured return",
-            "stated": "assumption only: not measured here",
-            "unavailable": "not estimable here",
-        }.get(it.kind if it else "", "not in the model")
-        if not amount:
-            verdict = "not claimed in the worked example; measured here"
-        rows.append(
-            [
-                it.label if it else nice(item),
-                usd(amount),
-                usd(per_year(it.amount)) if it and it.kind != "unavailable" else "–",
-                verdict,
-            ]
-        )
+    rows += [
+        ["Return counted: measured here", "the headline", counted(year, "roi-counted"),
+         counted(since)],
+        ["Investment", "", fig("roi-investment", usd(year.investment)), usd(since.investment)],
+    ]  # fmt: skip
     return table(
-        "Against the seed's worked example (100 GPUs, per year)",
-        ["Item", "Worked example", "This company, per year", "Reading"],
+        "What the return rests on, and what the headline counts",
+        ["Return", "Evidence", f"Last 12 months ({f.year_label})",
+         f"Since the start ({f.since_label})"],
         rows,
         total=[
-            "Return counted",
-            fig("we-return", usd(sum(w.items.values()))),
-            fig("we-measured-per-year", usd(per_year(f.measured))),
-            "measured returns only",
+            "Net return on investment, measured returns only",
+            "(counted − investment) ÷ investment; range over the 95 % intervals",
+            sentence("{r} ({rng})", r=fig("roi-net", roi_pct(year.net_roi)), rng=_roi_range(year)),
+            sentence("{r} ({rng})", r=roi_pct(since.net_roi), rng=_roi_range(since)),
         ],
-        key="roi-worked-example",
+        key="roi-evidence",
+    )  # fmt: skip
+
+
+INVESTMENT_ITEMS = (
+    ("exam_materials", "Exam materials"),
+    ("lab_access", "Lab access"),
+    ("apprenticeship_senior_time", "Apprenticeship: senior's lost productivity"),
+    ("engineers_own_time", "Engineers' own time in training"),
+    ("transition_support", "Transition support"),
+)
+FEES = ("course_fees", "bootcamp_fees", "exam_fees", "vendor_discounts")
+
+
+def _investment_table(f: RoiFacts) -> Table:
+    year, since = f.year, f.since
+    assert year is not None and since is not None
+    fees_year = sum(year.items[i] for i in FEES)
+    fees_since = sum(since.items[i] for i in FEES)
+    same = f.spend_12m is not None and abs(fees_year - f.spend_12m) < 0.5
+    rows = [
+        [
+            "Training and exam fees charged (list price − discounts)",
+            fig("spend-12m", usd(f.spend_12m)) if same else usd(fees_year),
+            usd(fees_since),
+        ]
+    ]
+    rows += [
+        [label, usd(year.items[item]), usd(since.items[item])]
+        for item, label in INVESTMENT_ITEMS
+        if year.items[item] or since.items[item]
+    ]
+    return table(
+        "Investment: the fees charged and the cost of time and materials",
+        [
+            "Investment item",
+            f"Last 12 months ({f.year_label})",
+            f"Since the start ({f.since_label})",
+        ],
+        rows,
+        total=["Investment", fig("roi-investment", usd(year.investment)), usd(since.investment)],
+        key="roi-investment",
+        note="The fees charged are the training_spend mart's spend; the other items are priced "
+        "from the data's quantities with the values of the inputs table.",
     )
 
 
-def _worked_line(f: RoiFacts, w: WorkedExample) -> Markup:
-    """The comparison in one sentence: which of the example's claims the data support."""
-    here = {i.item: i for i in f.items}
-
-    def label(k: str) -> str:
-        return (here[k].label if k in here else nice(k)).lower()
-
-    claims = [k for k, v in w.items.items() if v]
-    yes = [k for k in claims if k in here and here[k].kind == "measured" and here[k].amount > 0]
-    supported = [label(k) for k in yes]
-    other = [label(k) for k in claims if k not in yes]
-    return sentence(
-        " The seed's worked example turns {inv} into {ret} a year; this company's measured "
-        "return is {here} a year. The data support its {yes}{no}.",
-        inv=usd(w.investment),
-        ret=fig("we-return", usd(sum(w.items.values()))),
-        here=fig("we-measured-per-year", usd(f.measured / f.years if f.years else f.measured)),
-        yes=" and ".join(supported) or "no claim",
-        no=f", not its {' and '.join(other)}" if other else "",
-    )
-
-
-def _side(name: str) -> str:
-    """Which side of the ROI an assumption moves: investment, return, or both (or neither)."""
-    sides = {li.category for li in LINE_ITEMS if name in li.params}
-    if name.startswith(EFFECT_CI_ROW):
-        sides = {"return"}
-    return sides.pop() if len(sides) == 1 else "both"
-
-
-def measured_roi(roi_all: float, f: RoiFacts, side: str) -> float | None:
-    """Net ROI on measured returns from a sensitivity row's ROI on all returns. Stated returns S
-    do not move with any non-stated assumption. A return-side assumption leaves the investment I
-    fixed: measured = roi - S / I. An investment-side one leaves the return R (all items) fixed,
-    so I' = R / (roi + 1) and measured = (R - S) / I' - 1."""
-    stated = sum(i.amount for i in f.of("stated"))
-    if side == "return":
-        return roi_all - stated / f.investment
-    if side == "investment":
-        total = f.measured + stated
-        return (roi_all + 1) * (total - stated) / total - 1 if total else None
-    return None  # moves both sides: not recoverable from the table
+DRIVER_LABELS = {
+    "course_list_price_usd": "Course fees, list price",
+    "bootcamp_list_price_usd": "Bootcamp fees, list price",
+    "exam_list_price_usd": "Exam fees, list price",
+    "discounts_usd": "Discounts on list prices",
+    "exam_attempts": "Exam attempts",
+    "lab_enrolments": "Enrolments needing lab access",
+    "apprentices": "Apprentices",
+    "training_hours": "Hours in training",
+    "certified_downtime_gpu_hours": "Downtime in certified engineers' incidents",
+    "certified_voluntary_exits": "Voluntary exits of certified engineers",
+    "contractor_hours_replaced": "Contractor hours below their early level",
+    "certified_fleet_gpu_years": "Certified GPU-years",
+}
+ASSUMPTION_LABELS = {
+    "replacement_cost_usd_per_exit": "Replacement cost per voluntary exit",
+    "downtime_cost_usd_per_gpu_hour": "Cost of a GPU-hour of downtime",
+    "lab_access_usd_per_enrolment": "Lab access per enrolment",
+    "exam_materials_usd_per_attempt": "Exam materials per attempt",
+    "employee_rate_usd_per_hour": "Engineer's hourly cost (own time)",
+    "contractor_rate_usd_per_hour": "Contractor's hourly rate",
+    "senior_rate_usd_per_hour": "Senior engineer's hourly cost",
+    "hours_per_month": "Working hours per month",
+    "apprenticeship_months": "Apprenticeship length",
+    "apprenticeship_senior_productivity_loss": "Senior's time an apprentice takes",
+    "efficiency_share_of_fleet_cost": "Efficiency gain, share of fleet cost",
+    "fleet_cost_usd_per_gpu_year": "Fleet cost per GPU-year",
+    "faster_deployment_usd_per_gpu_year": "Faster deployment, value per GPU-year",
+    "contractor_baseline_months": "Months of contractor baseline",
+}
 
 
-def _tornado(sens: pd.DataFrame | None, f: RoiFacts) -> str | None:
-    """Net ROI on measured returns as each assumption moves to its low and high value. The
-    stated-value assumptions do not move it and are left out, as is any assumption that moves
-    both the investment and the return (the table does not separate them)."""
-    if sens is None or sens.empty or not f.investment or f.of("unavailable"):
-        return None
-    stated_names = {n for names in STATED_RETURNS.values() for n in names}
-    rows = []
-    for _, r in sens.dropna(subset=["roi_at_low", "roi_at_high"]).iterrows():
-        name = str(r["assumption"])
-        side = _side(name)
-        lo, hi = (measured_roi(float(r[c]), f, side) for c in ("roi_at_low", "roi_at_high"))
-        if name not in stated_names and lo is not None and hi is not None:
-            rows.append((nice(name), lo, hi))
-    if not rows:
-        return None
-    return charts.tornado_chart(
-        "roi-tornado",
-        sorted(rows, key=lambda t: -abs(t[2] - t[1]))[:10],
-        f.net_ratio,  # type: ignore[arg-type]
-        title="Net ROI on measured returns as each assumption moves to its low or high value",
-    )
+def short_source(a: Assumption) -> str:
+    """The kind of source and its short name: the section of the domain document, the studies
+    with their years and the range they support, or that it is an estimate."""
+    text = " ".join(a.source.split())
+    if a.source_type == "domain":
+        m = re.search(r'seed-facts\.md "[^"]+"', text)
+        return f"domain document: {m.group(0) if m else text}"
+    if a.source_type == "study":
+        studies = re.findall(r"([A-Z][A-Za-z]+(?: and [A-Z][A-Za-z]+)?) \((\d{4})\)", text)
+        named = "; ".join(f"{n} ({y})" for n, y in studies) or text
+        return f"published studies: {named}; they support {a.published_range}"
+    return "estimate: nobody has measured it here; replace it with your own"
 
 
-def _lead(f: RoiFacts) -> Markup:
-    rng = (
-        sentence(
-            " ({lo} to {hi} over the 95 % interval of the certification effect)",
-            lo=money(f.measured_low),
-            hi=money(f.measured_high),
-        )  # type: ignore[arg-type]
-        if f.measured_low is not None
-        else ""
-    )
-    text = sentence(
-        "Measured return over {window}: {m}{rng} on {inv} invested, a net ROI of {roi}.",
-        window=f.window or "the data window",
-        m=fig("roi-measured", usd(f.measured)),
-        rng=rng,
-        inv=fig("roi-investment", usd(f.investment)),
-        roi=fig("roi-net-measured", roi_pct(f.net_ratio)),
-    )
-    stated = f.of("stated")
-    if stated:
-        lo = sum(i.low if i.low is not None else i.amount for i in stated)
-        hi = sum(i.high if i.high is not None else i.amount for i in stated)
-        text += sentence(
-            " Not counted: {labels}, valued at {lo} to {hi} from stated per-GPU assumptions, "
-            "not measured.",
-            labels=" and ".join(i.label.lower() for i in stated),
-            lo=money(lo),
-            hi=money(hi),
+VERDICT_SHORT = {"pays": "pays off", "likely": "pays off", "not_shown": "does not pay off"}
+
+
+def _unit_value(a: Assumption, v: float | None) -> str:
+    """One value of an assumption in its unit: `$31,500`, `10 %`, `4.5 months per apprentice`."""
+    if v is None:
+        return "–"
+    if a.unit.startswith("share"):
+        return f"{v * 100:g} %"
+    if a.unit.startswith("USD"):
+        return usd(v) if v >= 100 else f"${v:,.2f}".replace(".00", "")
+    return f"{v:,.6g} {a.unit}"
+
+
+def assumption_value(a: Assumption) -> str:
+    """`$150,000 per voluntary exit (range $31,500–$300,000)`, `20 % (range 10 %–30 %)`."""
+    if a.unit.startswith("share"):
+        show = lambda v: f"{v * 100:g} %"  # noqa: E731
+        per = ""
+    elif a.unit.startswith("USD"):
+        show = lambda v: usd(v) if v >= 100 else f"${v:,.2f}".replace(".00", "")  # noqa: E731
+        per = " per " + a.unit.split("/", 1)[1] if "/" in a.unit else ""
+    else:
+        show = lambda v: f"{v:,.6g}"  # noqa: E731
+        per = f" {a.unit}"
+    return f"{show(a.base)}{per} (range {show(a.low)}–{show(a.high)})"
+
+
+def _value(v: float, unit: str) -> str:
+    if unit == "USD":
+        return usd(v)
+    if unit.startswith("share"):
+        return f"{v * 100:g} %"
+    decimals = 0 if abs(v) >= 100 or float(v).is_integer() else 2
+    return f"{num(v, decimals)} {unit}".strip()
+
+
+def inputs_rows(
+    f: RoiFacts, effects: dict[str, Effect], thr: int, year: dict, since: dict
+) -> list[InputRow]:
+    """Every value the ROI uses, with its source: this company's data (mart and window), the
+    effect estimates (mart, months, status), and each assumption with its kind of source and
+    the line of the assumptions file a user changes."""
+    rows: list[InputRow] = []
+    for d in DRIVER_COLUMNS:
+        mart, what, unit = DRIVER_SOURCES[d]
+        if not mart or (not year.get(d) and not since.get(d)):
+            continue
+        hide = [d in PEOPLE_DRIVERS and is_small(v, thr) for v in (year[d], since[d])]
+        rows.append(
+            InputRow(
+                DRIVER_LABELS.get(d, what),
+                mask_label(thr) if hide[0] else _value(year[d], unit),
+                mask_label(thr) if hide[1] else _value(since[d], unit),
+                f"this company's data: {mart}, {what}",
+                [what, unit, None if hide[0] else year[d], None if hide[1] else since[d],
+                 f"this company's data: {mart}", ""],
+            )
+        )  # fmt: skip
+    for m in EFFECT_METRICS:
+        e = effects.get(m)
+        if e is None:
+            continue
+        value = estimate_text(e) if e.estimable else Markup("–")
+        rows.append(
+            InputRow(
+                f"Effect of certification: {e.label.lower()} (ratio)",
+                value,
+                "",
+                sentence(
+                    "this company's data: certification_effect, {w}; status {s}",
+                    w=e.window or "its months",
+                    s=status_tag(m, e.status),
+                ),
+                [f"effect: {m}", "ratio", e.estimate, None, "data: certification_effect", ""],
+            )
         )
-    for i in f.of("unavailable"):
-        text += sentence(" {label}: unavailable ({why}).", label=i.label, why=i.reason)
-    for i in f.of("measured"):
-        if i.reason:
-            text += sentence(" Of the measured return, {label} ({amount}) {why}.",
-                             label=i.label.lower(), amount=usd(i.amount), why=i.reason)  # fmt: skip
-    return text
+    used = {p for li in LINE_ITEMS for p in li.params} - set(EFFECT_METRICS)
+    for name in [p for li in LINE_ITEMS for p in li.params]:
+        a = f.assumptions.get(name)
+        if a is None or name not in used or "warehouse" not in a.used_by:
+            continue
+        used.discard(name)
+        kind = SOURCE_TYPES.get(a.source_type, a.source_type)
+        rows.append(
+            InputRow(
+                ASSUMPTION_LABELS.get(name, nice(name)),
+                assumption_value(a),
+                "",
+                sentence(
+                    "{src}; {where}", src=short_source(a), where=a.location or "assumptions file"
+                ),
+                [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", a.location],
+            )
+        )
+    return rows
+
+
+def _inputs_table(f: RoiFacts) -> Table:
+    def value(r: InputRow) -> Markup | str:
+        if not r.since:
+            return r.year
+        return sentence("{y}; since the start {s}", y=r.year, s=r.since)
+
+    return table(
+        "Inputs of the ROI and where each comes from",
+        ["Input", f"Value: last 12 months ({f.year_label})", "Source"],
+        [[r.name, value(r), r.source] for r in f.inputs],
+        key="roi-inputs",
+        scope="inputs",
+        note="Assumed values show their range (low–high) in brackets; the sensitivity charts "
+        "move each to both ends. Counts of people below the minimum group size read as "
+        "hidden.",
+        data=Data(
+            ["Input", "Unit", "Last 12 months (value)", "Since the start (value)", "Source",
+             "Where to change it"],
+            [r.csv for r in f.inputs],
+        ),
+    )  # fmt: skip
+
+
+def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
+    year = f.year
+    if year is None or year.net_roi is None or not f.swings:
+        return []
+    out = []
+    stat = [s for s in f.swings if s.kind == "statistical"]
+    if stat:
+        rows = [
+            (
+                EFFECT_TEXT[s.name][0] + " (95 % interval)"
+                if s.name in EFFECT_TEXT
+                else "all measured effects together",
+                s.roi_at_low,
+                s.roi_at_high,
+            )
+            for s in stat
+            if s.roi_at_low is not None and s.roi_at_high is not None
+        ]
+        caption = Markup(" ").join(
+            sentence(
+                "{label} ({status}): at the ends of its 95 % interval the net return is {lo} "
+                "({vlo}) and {hi} ({vhi}).",
+                label=EFFECT_TEXT[s.name][0],
+                status=status_tag(s.name, "shown"),
+                lo=roi_pct(s.roi_at_low),
+                vlo=VERDICT_SHORT[s.verdict_at_low],
+                hi=roi_pct(s.roi_at_high),
+                vhi=VERDICT_SHORT[s.verdict_at_high],
+            )
+            for s in stat
+            if s.name in EFFECT_TEXT
+        )
+        out.append(
+            charts.Chart(
+                "roi-uncertainty",
+                charts.swing_chart(
+                    "roi-uncertainty",
+                    rows,
+                    year.net_roi,
+                    title="Statistical uncertainty of the measured effects",
+                    alt="Bar chart: the net return on investment of the last 12 months with each "
+                    "measured effect at the low and at the high end of its 95 % interval, and "
+                    "with all of them together, against break-even.",
+                    low_label="ratio at its low end (larger effect)",
+                    high_label="ratio at its high end (smaller effect)",
+                ),
+                caption,
+            )
+        )
+    assume = [s for s in f.swings if s.kind == "assumption"][:8]
+    if assume:
+        rows = [(ASSUMPTION_LABELS.get(s.name, nice(s.name)), s.roi_at_low, s.roi_at_high)
+                for s in assume]  # fmt: skip
+        flips = [s for s in assume if {s.verdict_at_low, s.verdict_at_high} != {year.verdict}]
+        caption = Markup(" ").join(
+            sentence(
+                "{name} at {lo}: net return {rlo} ({vlo}); at {hi}: {rhi} ({vhi}).",
+                name=ASSUMPTION_LABELS.get(s.name, nice(s.name)),
+                lo=_unit_value(f.assumptions[s.name], s.low_value),
+                rlo=roi_pct(s.roi_at_low),
+                vlo=VERDICT_SHORT[s.verdict_at_low],
+                hi=_unit_value(f.assumptions[s.name], s.high_value),
+                rhi=roi_pct(s.roi_at_high),
+                vhi=VERDICT_SHORT[s.verdict_at_high],
+            )
+            for s in flips
+        ) or sentence("No assumption's range changes the verdict.")
+        out.append(
+            charts.Chart(
+                "roi-assumptions",
+                charts.swing_chart(
+                    "roi-assumptions",
+                    rows,
+                    year.net_roi,
+                    title="Assumptions, each at its low and its high value",
+                    alt="Bar chart: the net return on investment of the last 12 months with each "
+                    "assumption of the ROI model at the low and at the high end of its range, "
+                    "the others at their base value, against break-even.",
+                ),
+                caption,
+            )
+        )
+    return out
 
 
 def roi_section(
@@ -440,33 +648,47 @@ def roi_section(
     q: Quarter,
     thr: int,
     effects: dict[str, Effect],
-    worked_example: WorkedExample | None = None,
+    assumptions_path: Path | None = None,
 ) -> tuple[Section, RoiFacts]:
-    sid, title = "roi", "Return on investment and training spend"
+    sid, title = "roi", "Return on investment: what it counts and what it rests on"
     section, facts = Section(sid, title), RoiFacts()
-    _spend(marts, q, thr, facts, section)
-    summ, sens = marts.get("roi_summary"), marts.get("roi_sensitivity")
-    if summ is None or not {"category", "amount_usd"} <= set(summ.columns):
-        section.notes.append(
-            "ROI: not available (the ROI tables are not in the published warehouse). "
-            "Spend figures are actual charges."
-        )
-    else:
-        _items(summ, effects, facts)
-        facts.items = _ranges(facts.items, sens, facts)
-        lead = _lead(facts)  # what was measured comes first, the spend details after
-        first = [_measured_table(facts)]
-        if facts.of("stated"):
-            first.append(_stated_table(facts))
-        if worked_example is not None:
-            first.append(_worked_table(facts, worked_example))
-            lead += _worked_line(facts, worked_example)
-        section.lead = lead + (Markup(" ") + section.lead if section.lead else "")
-        section.tables[:0] = first
-        tornado = _tornado(sens, facts)
-        if tornado:
-            section.charts.append(tornado)
-    if not section.lead and not section.tables:
-        why = "Not available: training_spend and the ROI tables are missing."
-        return unavailable(sid, title, why), facts
+    spend_tables = _spend(marts, q, thr, facts)
+    priced = price_windows(marts, q, effects, assumptions_path)
+    if isinstance(priced, str):
+        facts.why_not = priced
+        section.notes.append(f"ROI: not available ({priced}). Spend figures are actual charges.")
+        section.tables += spend_tables
+        if not spend_tables:
+            return unavailable(sid, title, f"Not available: {priced}."), facts
+        return section, facts
+    facts.year, facts.since, facts.swings, facts.assumptions = priced
+    bp = _by_period(marts)
+    assert bp is not None
+    y0 = facts.year.start or q.start
+    facts.inputs = inputs_rows(
+        facts,
+        effects,
+        thr,
+        window_drivers(bp, y0, q.start),
+        window_drivers(bp, facts.since.start or q.start, q.start),
+    )
+    section.lead = sentence(
+        "Two windows, each labelled: the last 12 months ({y}) and since the start of the data "
+        "({s}). The headline counts only returns resting on effects measured in this company's "
+        "data; returns resting on effects not distinguishable from none, or on assumptions, are "
+        "listed and not counted.",
+        y=facts.year_label,
+        s=facts.since_label,
+    )
+    section.tables += [_evidence_table(facts), _investment_table(facts), _inputs_table(facts)]
+    section.tables += spend_tables
+    section.charts += _swing_charts(facts)
+    section.order = ["roi-evidence", "roi-investment", "roi-uncertainty", "roi-assumptions"]
     return section, facts
+
+
+def payback_text(h: Headline) -> str:
+    m = h.payback_months
+    if m is None or math.isinf(m):
+        return "does not pay back on the returns measured here"
+    return f"pays back in {m:.1f} months"

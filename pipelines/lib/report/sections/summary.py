@@ -1,33 +1,165 @@
-"""Page 1: where the team stands. Six KPI tiles with the change against last quarter and the same
-quarter last year and a status against target; three findings; three recommended actions, each
-with the figure behind it. Every figure comes from a section's facts, tagged with the same key
-the section's table uses."""
+"""Page 1, the decision page: is training paying off, on what evidence, and what to do.
+
+One sentence answers the question with the return of the last 12 months, its range and the
+payback period; a chart splits the return by the strength of its evidence (only what is
+measured here counts); a table says in plain words what the data show for each effect and
+whether it is in the headline; six KPI tiles give the quarter against the one before and a year
+before, each against a target only when someone owns one; the recommended actions carry their
+costs and the return the evidence supports; external benchmarks stand beside the company's
+figures, labelled as external. Every figure comes from a section's facts, tagged with the key
+the section's tables use.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 
 from markupsafe import Markup
 
-from pipelines.lib.report.fmt import fig, nice, num, pct, pts, roi_pct, signed, usd
-from pipelines.lib.report.fmt import sentence as S
-from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.sections.effects import effect_sentence
+from pipelines.lib.report import charts
+from pipelines.lib.report.benchmarks import Benchmark
+from pipelines.lib.report.fmt import fig, money, num, pct, pts, roi_pct, sentence, signed, usd
+from pipelines.lib.report.sections.effects import EFFECT_TEXT, Effect, effect_plain, effect_status
 from pipelines.lib.report.sections.facts import Facts
-from pipelines.lib.report.sections.roi import RoiFacts
+from pipelines.lib.report.sections.roi import VERDICT, RoiFacts, payback_text
+from pipelines.lib.roi.assumptions import Target
+
+# --- the verdict ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Targets:
-    """What leadership aims for. A KPI without a target is judged against a year ago."""
+def verdict(r: RoiFacts) -> Markup:
+    """The one sentence that answers "is it paying off"."""
+    h = r.year
+    if h is None:
+        return sentence(
+            "Is training paying off? The return cannot be priced: {why}.",
+            why=r.why_not or "the ROI tables are missing",
+        )
+    rng = (
+        sentence(
+            " ({lo} to {hi} over the 95 % intervals of the measured effects)",
+            lo=roi_pct(h.net_roi_low),
+            hi=roi_pct(h.net_roi_high),
+        )
+        if h.of("measured")
+        else ""
+    )
+    if r.verdict == "nothing":
+        return sentence(
+            "Is training paying off? {verdict}. Last 12 months ({w}): {inv} invested, and no "
+            "return rests on an effect measured here, so none is counted{rest}.",
+            verdict=VERDICT[r.verdict],
+            w=r.year_label,
+            inv=fig("roi-investment", usd(h.investment)),
+            rest=sentence(
+                "; {v} rests on effects not distinguishable from none or on assumptions",
+                v=usd(h.total("not_shown") + h.total("assumed")),
+            )
+            if h.total("not_shown") + h.total("assumed")
+            else "",
+        )
+    text = sentence(
+        "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned, measured "
+        "here, on {inv} invested, a net return of {roi}{rng}; it {payback}.",
+        verdict=VERDICT[r.verdict],
+        w=r.year_label,
+        ret=fig("roi-counted", usd(h.counted)),
+        inv=fig("roi-investment", usd(h.investment)),
+        roi=fig("roi-net", roi_pct(h.net_roi)),
+        rng=rng,
+        payback=payback_text(h),
+    )
+    left_out = [(h.total("not_shown"), "on effects not distinguishable from none"),
+                (h.total("assumed"), "on assumptions")]  # fmt: skip
+    left_out = [(v, w) for v, w in left_out if v]
+    if left_out:
+        text += sentence(
+            " The headline counts only returns resting on effects measured in this company's "
+            "data: {rest} do not count.",
+            rest=Markup(" and ").join(
+                sentence("{v} resting {w}", v=usd(v), w=w) for v, w in left_out
+            ),
+        )
+    else:
+        text += sentence(
+            " The headline counts only returns resting on effects measured in this company's data."
+        )
+    return text
 
-    compliance: float = 0.80  # share meeting every required certification
-    certified: float | None = None  # share holding >= 1 active certification
-    attrition_12m: float | None = None  # at most
-    incident_rate: float | None = None  # per 100 engineer-months, at most
-    mttr_median: float | None = None  # minutes, at most
+
+def return_chart(r: RoiFacts) -> charts.Chart | None:
+    """The last 12 months' return by component, one row per strength of evidence."""
+    h = r.year
+    if h is None:
+        return None
+    rows = {
+        "invested": "Invested",
+        "measured": "Measured here: counted",
+        "not_shown": "Not distinguishable from none",
+        "assumed": "Assumed: not counted",
+    }
+    segments = [charts.Segment(rows["invested"], "_investment", h.investment, "invested")]
+    totals = {"invested": h.investment}
+    for c in h.parts:
+        if c.evidence not in rows or not c.amount or c.amount <= 0:
+            continue
+        segments.append(charts.Segment(rows[c.evidence], c.label, c.amount, c.evidence))
+        totals[c.evidence] = totals.get(c.evidence, 0.0) + c.amount
+    used = [k for k in rows if k in totals]
+    decide = max([totals.get(k, 0.0) for k in ("invested", "measured", "not_shown")] + [1.0])
+    cap = decide * 1.6
+    labels = [money(totals[k]) + (" (off the scale)" if totals[k] > cap else "") for k in used]
+    svg = charts.stacked_bars(
+        "roi-components",
+        [rows[k] for k in used],
+        segments,
+        title=f"Return of the last 12 months by strength of evidence ({r.year_label})",
+        alt=f"Stacked bar chart: investment of the last 12 months, {money(h.investment)}, "
+        f"against the return measured here, {money(h.counted)}, and the returns not counted: "
+        f"{money(h.total('not_shown'))} resting on effects not distinguishable from none and "
+        f"{money(h.total('assumed'))} resting on assumptions; each split by component.",
+        row_totals=labels,
+        cap=cap,
+    )
+    return charts.Chart("roi-components", svg)
+
+
+# --- effects in words -------------------------------------------------------------------------
+
+
+def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
+    h = r.year
+    if h is None:
+        return "–"
+    parts = [c for c in h.parts if e.metric in c.rests_on]
+    counted = [c for c in parts if c.evidence == "measured"]
+    if e.status != "shown" or not counted:
+        return "not counted"
+    text = sentence(
+        "counted: {v} ({what})",
+        v=usd(sum(c.amount or 0.0 for c in counted)),
+        what=", ".join(c.label.lower() for c in counted),
+    )
+    if e.metric == "attrition_hazard_ratio" and "replacement_cost_usd_per_exit" in r.assumptions:
+        a = r.assumptions["replacement_cost_usd_per_exit"]
+        text += sentence(
+            " at an assumed {v} per exit (range {lo}–{hi})",
+            v=usd(a.base),
+            lo=money(a.low),
+            hi=money(a.high),
+        )
+    return text
+
+
+def effect_rows(effects: Mapping[str, Effect], r: RoiFacts) -> list[list]:
+    return [
+        [EFFECT_TEXT.get(m, (e.label,))[0], effect_plain(e), effect_status(e), _in_headline(e, r)]
+        for m, e in effects.items()
+    ]
+
+
+# --- KPI tiles --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -40,27 +172,21 @@ class Tile:
     state: str  # ok | warn | none (CSS class)
 
 
-def _status(now, target, year_ago, higher_is_better: bool, show: Callable) -> tuple[str, str]:
+def _status(now, target: Target | None, year_ago, higher: bool, show: Callable) -> tuple[str, str]:
     if now is None:
         return "no data", "none"
-    better = (lambda a, b: a >= b) if higher_is_better else (lambda a, b: a <= b)
+    better = (lambda a, b: a >= b) if higher else (lambda a, b: a <= b)
     if target is not None:
-        word = "at least" if higher_is_better else "at most"
-        ok = better(now, target)
-        return (f"{'on' if ok else 'off'} target ({word} {show(target)})", "ok" if ok else "warn")
+        word = "at least" if target.higher_is_better else "at most"
+        ok = better(now, target.value)
+        return (
+            f"{'on' if ok else 'off'} target ({word} {show(target.value)}, {target.owner})",
+            "ok" if ok else "warn",
+        )
     if year_ago is None:
         return "no target set", "none"
     ok = better(now, year_ago)
-    return ("better than a year ago" if ok else "worse than a year ago", "ok" if ok else "warn")
-
-
-def _tile(label, key, now, prev, year, show, delta, target, higher_is_better) -> Tile:
-    def change(other):
-        return "–" if now is None or other is None else delta(now - other)
-
-    status, state = _status(now, target, year, higher_is_better, show)
-    value = fig(key, show(now)) if now is not None else Markup("–")
-    return Tile(label, value, change(prev), change(year), status, state)
+    return f"no target set · {'better' if ok else 'worse'} than a year ago", "ok" if ok else "warn"
 
 
 @dataclass(frozen=True)
@@ -74,7 +200,7 @@ class Kpi:
     year: float | None
     show: Callable[[float], str]
     delta: Callable[[float], str]
-    target: float | None
+    target: Target | None
     higher_is_better: bool
 
 
@@ -86,28 +212,31 @@ def _money_delta(d: float) -> str:
     return ("+" if d >= 0 else "") + usd(d)
 
 
-def kpis(f: Facts, t: Targets) -> list[Kpi]:
+def kpis(f: Facts, targets: Mapping[str, Target]) -> list[Kpi]:
     out: list[Kpi] = []
+    t = targets.get
     if (c := f.coverage) is not None:
         p, y = c.prev, c.year_ago
         out += [
             Kpi("Meet required certifications", "compliance", c.now.compliance,
-                p and p.compliance, y and y.compliance, _share, pts, c.target, True),
+                p and p.compliance, y and y.compliance, _share, pts,
+                t("required_cert_compliance"), True),
             Kpi("Hold ≥1 active certification", "coverage", c.now.coverage,
-                p and p.coverage, y and y.coverage, _share, pts, t.certified, True),
+                p and p.coverage, y and y.coverage, _share, pts, t("certified_share"), True),
         ]  # fmt: skip
     if (a := f.attrition) is not None:
         prev, year = a.t12m_prev, a.t12m_year_ago
-        out.append(Kpi("Attrition, 12 months", "attrition-12m", a.t12m[0], prev and prev[0],
-                       year and year[0], _share, pts, t.attrition_12m, False))  # fmt: skip
+        out.append(Kpi("Turnover, 12 months", "attrition-12m", a.t12m[0], prev and prev[0],
+                       year and year[0], _share, pts, t("attrition_12m"), False))  # fmt: skip
     if (i := f.incidents) is not None and i.now is not None:
         p, y = i.prev, i.year_ago
         out += [
             Kpi("Incidents per 100 engineer-months", "incident-rate", i.now.rate, p and p.rate,
-                y and y.rate, lambda v: f"{v:.1f}", lambda d: signed(d, 1), t.incident_rate,
-                False),
+                y and y.rate, lambda v: f"{v:.1f}", lambda d: signed(d, 1),
+                t("incident_rate"), False),
             Kpi("Median time to restore (min)", "mttr-median", i.now.mttr_median,
-                p and p.mttr_median, y and y.mttr_median, num, signed, t.mttr_median, False),
+                p and p.mttr_median, y and y.mttr_median, num, signed,
+                t("median_time_to_restore_minutes"), False),
         ]  # fmt: skip
     if (r := f.roi) is not None and r.spend is not None:
         out.append(Kpi("Training spend, quarter", "spend", r.spend, r.spend_prev,
@@ -115,106 +244,64 @@ def kpis(f: Facts, t: Targets) -> list[Kpi]:
     return out
 
 
-def tiles(f: Facts, t: Targets) -> list[Tile]:
+def tiles(f: Facts, targets: Mapping[str, Target]) -> list[Tile]:
     out = []
-    for k in kpis(f, t):
-        tile = _tile(k.label, k.key, k.now, k.prev, k.year, k.show, k.delta, k.target,
-                     k.higher_is_better)  # fmt: skip
+    for k in kpis(f, targets):
+
+        def change(other, k=k):
+            return "–" if k.now is None or other is None else k.delta(k.now - other)
+
+        status, state = _status(k.now, k.target, k.year, k.higher_is_better, k.show)
+        value = fig(k.key, k.show(k.now)) if k.now is not None else Markup("–")
         if k.key == "spend" and f.roi is not None:  # spend has no target: show the year
-            tile = Tile(tile.label, tile.value, tile.vs_prev, tile.vs_year,
-                        f"{usd(f.roi.spend_12m)} over 12 months", "none")  # fmt: skip
-        out.append(tile)
+            status = sentence("{v} over 12 months", v=fig("spend-12m", usd(f.roi.spend_12m)))
+            state = "none"
+        out.append(Tile(k.label, value, change(k.prev), change(k.year), status, state))
     return out
 
 
-def findings(f: Facts, q: Quarter) -> list[Markup]:
-    out: list[Markup] = []
-    c = f.coverage
-    if c is not None and c.now.compliance is not None:
-        short = c.target - c.now.compliance
-        out.append(
-            S(
-                "{comp} of engineers hold every certification their role requires, {gap} the "
-                "{target} target{was}.",
-                comp=fig("compliance", pct(c.now.compliance, 1)),
-                gap=f"{short * 100:.1f} points below" if short > 0 else "at or above",
-                target=pct(c.target),
-                was=f" ({pct(c.prev.compliance, 1)} a quarter ago)" if c.prev else "",
-            )
-        )
-    effects = f.incidents.effects if f.incidents else {}
-    pick = next((e for e in effects.values() if e.finding), next(iter(effects.values()), None))
-    if pick is not None:
-        out.append(effect_sentence(pick))
-    if f.roi is not None and f.roi.investment:
-        out.append(_roi_finding(f.roi))
-    return out[:3]
+# --- external benchmarks ----------------------------------------------------------------------
 
 
-def _roi_finding(r: RoiFacts) -> Markup:
-    text = S(
-        "Training returned {m} in measured savings on {inv} invested ({roi} net) over {w}.",
-        m=fig("roi-measured", usd(r.measured)),
-        inv=fig("roi-investment", usd(r.investment)),
-        roi=fig("roi-net-measured", roi_pct(r.net_ratio)),
-        w=r.window or "the data window",
-    )
-    weak = [i for i in r.of("measured") if i.reason]
-    if weak:
-        text += S(
-            " Of this, {amount} ({labels}) rests on effects the data do not show.",
-            amount=usd(sum(i.amount for i in weak)),
-            labels=" and ".join(i.label.lower() for i in weak),
-        )
-    if r.of("stated"):
-        text += S(
-            " The larger returns the seed's example counts ({labels}) rest on assumptions, not "
-            "on this data.",
-            labels=" and ".join(i.label.lower() for i in r.of("stated")),
-        )
-    return text
-
-
-def actions(f: Facts, q: Quarter) -> list[Markup]:
-    out: list[Markup] = []
-    g = f.gaps
-    if g is not None and g.largest:
-        out.append(
-            S(
-                "Close the certification gaps in {roles} first: {n} engineers there lack a "
-                "certification their role requires ({total} in all).",
-                roles=", ".join(
-                    f"{nice(x.role)} ({num(x.missing)} of {num(x.headcount)}; {x.codes})"
-                    for x in g.largest
+def benchmark_rows(f: Facts, benchmarks: Mapping[str, Benchmark]) -> list[list]:
+    """Measure | this company | external figure | source and year; only benchmarks that exist."""
+    rows = []
+    tech = benchmarks.get("technology_turnover")
+    if tech is not None and tech.value is not None and f.attrition is not None:
+        a = f.attrition
+        rows.append(
+            [
+                "Turnover over 12 months",
+                sentence(
+                    "{t} (voluntary {v})",
+                    t=fig("attrition-12m", pct(a.t12m[0], 1)),
+                    v=fig("attrition-12m-voluntary", pct(a.voluntary_12m[0], 1)),
                 ),
-                n=num(sum(x.missing for x in g.largest)),
-                total=fig("gap-people", num(g.gap_people)),
-            )
+                f"{pct(tech.value, 1)}: {tech.scope}, voluntary and involuntary",
+                tech.cited,
+            ]
         )
-    e = f.expiring
-    if e is not None and e.expiring:
-        per = f.roi.exam_spend_per_attempt if f.roi else None
-        out.append(
-            S(
-                "Budget {n} certification renewals due by {date}{cost}.",
-                n=fig("expiring", num(e.expiring)),
-                date=f"{q.end + timedelta(days=90):%d %b %Y}",
-                cost=f": about {usd(e.expiring * per)} at this year's exam spend of {usd(per)} per "
-                "attempt"
-                if per
-                else "",
-            )
+    dora = benchmarks.get("time_to_restore")
+    if dora is not None and dora.bands and f.incidents is not None and f.incidents.now:
+        med = f.incidents.now.mttr_median
+        band = dora.band_of(med) if med is not None else None
+        rows.append(
+            [
+                "Median time to restore",
+                sentence("{m} minutes", m=fig("mttr-median", num(med))),
+                "; ".join(f"{b.label}: {b.text}" for b in dora.bands)
+                + (f" (this company: {band.label} band)" if band else ""),
+                dora.cited,
+            ]
         )
-    cp = f.composition
-    if cp is not None and cp.hires:
-        out.append(
-            S(
-                "Hire {h} engineers into the teams below their template{cost}, or move engineers "
-                "from teams above it.",
-                h=fig("hires-needed", num(cp.hires)),
-                cost=S(" (about {c} a year in salaries)", c=fig("hire-cost", usd(cp.hire_cost)))
-                if cp.hire_cost is not None
-                else "",
-            )
+    cov = benchmarks.get("certification_coverage")
+    if cov is not None and f.coverage is not None and f.coverage.now.compliance is not None:
+        rows.append(
+            [
+                "Meet required certifications",
+                fig("compliance", pct(f.coverage.now.compliance, 1)),
+                pct(cov.value, 1) if cov.value is not None else "no published figure found",
+                cov.cited or "–",
+            ]
         )
-    return out[:3]
+    return rows

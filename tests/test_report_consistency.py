@@ -1,0 +1,273 @@
+"""One value per labelled figure and one status per effect, read back from rendered reports.
+
+The reports of several generated companies (the session's planted one, a company where
+certification changes nothing, and a small young one where most effects cannot be estimated)
+are read as a reader reads them, and the checks fail when:
+
+- a tagged figure (`data-figure`) prints two values, or a name of a population or count
+  ("engineers at quarter end", "incidents in the incident model", or a bare "engineers") is
+  written with two different numbers anywhere in the text;
+- an effect carries two statuses (`data-effect` / `data-status`), a status tag's words do not
+  match its status, or a status is stated in words outside a tag ("the data support its less
+  downtime"), where no test could tie it to its effect;
+- an acronym is not in the report's list, or is not spelled out where the printed report first
+  uses it.
+
+The checker is tested first on reports with an inconsistency planted into them.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.lib.report.data import load_marts
+from pipelines.lib.report.glossary import ACRONYMS, NAMES, TOKEN
+from pipelines.lib.report.labels import LABELS, SINGULAR
+from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.render import (
+    build_context,
+    latest_complete_quarter,
+    load_inputs,
+    render_html,
+)
+from pipelines.lib.report.sections.effects import ENGINEERS, EVENTS, EVIDENCE_WORDS, STATUS_WORDS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import talent_run  # noqa: E402
+from test_report import build_published_fixture, html_of  # noqa: E402
+
+# every name a count is printed with, longest first so "certified engineers at quarter end"
+# wins over "engineers"; bare nouns are names too, so that a count printed without its
+# population ("353 engineers") cannot take two values unnoticed
+NAMED = sorted(
+    {*LABELS.values(), *SINGULAR.values(), *ENGINEERS.values(), *EVENTS.values()},
+    key=len,
+    reverse=True,
+)
+BARE = ("certified engineers", "engineers", "engineer", "responders", "incidents",
+        "voluntary exits", "exits", "leavers", "certifications", "renewals", "hires")  # fmt: skip
+STATUS_TEXT = {
+    s: {STATUS_WORDS[s], EVIDENCE_WORDS[s]} for s in ("shown", "not_shown", "not_estimable")
+}
+# ways of stating an effect's status in words; outside a status tag they are not allowed
+STATUS_PHRASES = re.compile(
+    r"\b(not shown|shows? an effect|no effect shown|do(es)? not show|data support|supported by "
+    r"this company|is a finding|not a finding|measured here: (incidents|time to restore))",
+    re.I,
+)
+
+
+def _printed_text(html: str, sep: str = " | ") -> str:
+    """The words of the page a reader reads (not styles, scripts, charts' drawing, the screen
+    contents list, the glossary that defines the words); cells and tags become separators."""
+    body = html.split('<section id="glossary"')[0]
+    body = re.sub(r"<(style|script|title|nav)\b.*?</\1>", " ", body, flags=re.S)
+    body = re.sub(r"<svg\b.*?</svg>", " ", body, flags=re.S)
+    body = re.sub(r"</?(td|th|tr|li|p|caption|div|dd|dt|figcaption|h\d)\b[^>]*>", sep, body)
+    return htmllib.unescape(re.sub(r"<[^>]+>", "", body))
+
+
+def labelled_figures(html: str) -> dict[str, set[str]]:
+    """Label -> the values printed under it: each tagged figure by its key, and each number
+    in the text followed by a name of a population or count."""
+    out: dict[str, set[str]] = {}
+    for key, value in re.findall(r'data-figure="([^"]+)">([^<]*)<', html):
+        out.setdefault(f"figure {key}", set()).add(value)
+    text = " ".join(_printed_text(html).split())
+    for m in re.finditer(r"(?<![\w.,$−+-])(\d[\d,]*(?:\.\d+)?) ([a-z][a-z0-9' -]*)", text):
+        words = m.group(2)
+        name = next((n for n in NAMED if words.startswith(n)), None)
+        if name is None:
+            name = next((b for b in BARE if re.match(rf"{b}\b", words)), None)
+        if name is not None:
+            out.setdefault(f"text {name}", set()).add(m.group(1))
+    return out
+
+
+def effect_statuses(html: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for metric, status, words in re.findall(
+        r'data-effect="([^"]+)" data-status="([^"]+)">([^<]*)<', html
+    ):
+        out.setdefault(metric, set()).add(status)
+        if words not in STATUS_TEXT.get(status, set()):
+            out[metric].add(f"{status} worded as {words!r}")
+    return out
+
+
+def problems(html: str) -> list[str]:
+    """Everything the checks above find wrong with one report; empty when it is consistent."""
+    found = [
+        f"{label} carries {sorted(values)}"
+        for label, values in labelled_figures(html).items()
+        if len(values) > 1
+    ]
+    found += [
+        f"{metric} is described as {sorted(s)}"
+        for metric, s in effect_statuses(html).items()
+        if len(s) > 1
+    ]
+    untagged = re.sub(r'<span class="status[^"]*" data-effect[^>]*>[^<]*</span>', "[status]", html)
+    for m in STATUS_PHRASES.finditer(_printed_text(untagged)):
+        found.append(f"status stated outside a tag: {m.group(0)!r}")
+    return found
+
+
+def _spelled(word: str, acronyms: dict[str, str]) -> set[str]:
+    """The expansion of `word`, as written and with the acronyms inside it spelled out too
+    (AWS-SAP: "Amazon Web Services (AWS) Certified Solutions Architect – Professional")."""
+    e = acronyms[word]
+    inner = TOKEN.sub(lambda n: f"{acronyms[n[0]]} ({n[0]})" if n[0] in acronyms else n[0], e)
+    return {e, inner}
+
+
+def acronym_problems(html: str, acronyms: dict[str, str]) -> list[str]:
+    """Acronyms not in the report's list, and acronyms not spelled out at their first printed
+    use (the collapsed full tables, which do not print, are left out)."""
+    body = re.sub(r"<details\b.*?</details>", " ", html, flags=re.S)
+    text = " ".join(_printed_text(body, " ").split())
+    out, seen = [], set()
+    for m in TOKEN.finditer(text):
+        word = m.group(0)
+        singular = word[:-1] if word.endswith("s") and word[:-1] in acronyms else word
+        if word in NAMES or singular in seen:
+            continue
+        seen.add(singular)
+        if word not in acronyms:
+            out.append(f"{word} is not in the report's list of acronyms")
+        elif not (
+            any(text[: m.start()].endswith(f"{e} (") for e in _spelled(word, acronyms))
+            and text[m.end() :].startswith(")")
+        ):
+            out.append(
+                f"{word} is not spelled out at its first use: …{text[m.start() - 40 : m.end() + 5]}"
+            )
+    return out
+
+
+# --- the checker itself, on reports with a planted inconsistency ------------------------------
+
+
+@pytest.fixture(scope="module")
+def fixture_html(tmp_path_factory) -> str:
+    return html_of(build_published_fixture(tmp_path_factory.mktemp("c") / "talent.duckdb"))
+
+
+def test_the_fixture_report_is_consistent(fixture_html):
+    assert problems(fixture_html) == []
+
+
+def test_a_label_printed_with_two_values_is_found(fixture_html):
+    # the same population, 46 engineers at quarter end, printed as 45 in one sentence
+    planted = fixture_html.replace(
+        '<span data-figure="headcount">46</span> engineers at quarter end',
+        "45 engineers at quarter end",
+        1,
+    )
+    assert planted != fixture_html
+    assert problems(planted) == ["text engineers at quarter end carries ['45', '46']"]
+
+
+def test_a_population_printed_without_its_name_is_found(fixture_html):
+    planted = fixture_html.replace(
+        '<p class="lead">', '<p class="lead">Of 46 engineers, 44 engineers certified. ', 1
+    )
+    assert "text engineers carries ['44', '46']" in problems(planted)
+
+
+def test_an_effect_with_two_statuses_is_found(fixture_html):
+    tag = 'data-effect="incident_rate_ratio" data-status="shown">shown<'
+    assert fixture_html.count(tag) > 1
+    planted = fixture_html.replace(
+        tag, 'data-effect="incident_rate_ratio" data-status="not_shown">not shown<', 1
+    )
+    assert problems(planted) == ["incident_rate_ratio is described as ['not_shown', 'shown']"]
+
+
+def test_a_status_stated_in_words_outside_its_tag_is_found(fixture_html):
+    planted = fixture_html.replace(
+        '<p class="lead">', '<p class="lead">The data support its less downtime. ', 1
+    )
+    assert problems(planted) == ["status stated outside a tag: 'data support'"]
+
+
+def test_a_status_tag_worded_against_its_status_is_found(fixture_html):
+    planted = fixture_html.replace(
+        'data-status="not_shown">not shown<', 'data-status="not_shown">shown<', 1
+    )
+    assert any("worded as 'shown'" in p for p in problems(planted))
+
+
+def _acronyms() -> dict[str, str]:
+    return {**ACRONYMS, **load_inputs().acronyms}
+
+
+def test_an_acronym_not_spelled_out_is_found(fixture_html):
+    acronyms = _acronyms()
+    assert acronym_problems(fixture_html, acronyms) == []
+    planted = fixture_html.replace("return on investment (ROI)", "ROI", 1)
+    assert any(p.startswith("ROI is not spelled out") for p in acronym_problems(planted, acronyms))
+    unknown = fixture_html.replace('<p class="lead">', '<p class="lead">The XYZ team. ', 1)
+    assert "XYZ is not in the report's list of acronyms" in acronym_problems(unknown, acronyms)
+
+
+# --- several generated companies --------------------------------------------------------------
+
+# (name, python -m tools generate flags): a company where certification changes nothing, and a
+# small young one where most effects cannot be estimated; the session's planted company is the
+# third (tests/conftest.py, shared_company)
+GENERATED = {
+    "null-world": ["--employees", "250", "--years", "2", "--seed", "4101",
+                   "--incident-rate-ratio", "1", "--mttr-ratio", "1",
+                   "--attrition-hazard-ratio", "1"],
+    "small-young": ["--employees", "150", "--years", "1", "--seed", "4202",
+                    "--proneness-selection", "2"],
+}  # fmt: skip
+
+
+def _generated(root: Path, name: str) -> Path:
+    """Generate the company with the project's generator and run the pipeline over it."""
+    sources, warehouse = root / "sources", root / "warehouse"
+    subprocess.run(
+        [sys.executable, "-m", "tools", "generate", "--out", str(sources), "--end-date",
+         "2026-06-30", "--quiet", *GENERATED[name]],
+        check=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    talent_run(sources, warehouse)
+    return warehouse
+
+
+@pytest.fixture(scope="module", params=["planted", *GENERATED])
+def company_html(request, shared_company, tmp_path_factory) -> str:
+    if request.param == "planted":
+        warehouse = shared_company.warehouse
+    else:
+        warehouse = _generated(tmp_path_factory.mktemp(request.param), request.param)
+    published = warehouse / "talent.duckdb"
+    marts = load_marts(published, warehouse / "build" / "talent.duckdb")
+    q = Quarter.parse(latest_complete_quarter(published))
+    return render_html(build_context(marts, q, 5, load_inputs()))
+
+
+@pytest.mark.slow
+def test_every_label_has_one_value_and_every_effect_one_status(company_html):
+    assert problems(company_html) == []
+    # and the checks had something to read
+    figures = labelled_figures(company_html)
+    assert "text engineers at quarter end" in figures and "figure roi-investment" in figures
+    assert set(effect_statuses(company_html)) == {
+        "incident_rate_ratio",
+        "mttr_ratio",
+        "attrition_hazard_ratio",
+    }
+
+
+@pytest.mark.slow
+def test_every_acronym_is_spelled_out_where_first_printed(company_html):
+    assert acronym_problems(company_html, _acronyms()) == []
