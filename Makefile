@@ -10,7 +10,7 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster
 SOURCES ?= sources/sample
 WAREHOUSE ?= warehouse
 
-.PHONY: help setup run test dev lint format bench clean
+.PHONY: help setup run test dev lint format bench clean postgres postgres-stop test-spark
 
 help:
 	@echo "make run    - set up and run the whole pipeline on $(SOURCES) into $(WAREHOUSE)/"
@@ -18,6 +18,9 @@ help:
 	@echo "make dev    - Dagster UI (and daemon: schedules, sensors) on http://127.0.0.1:3000"
 	@echo "make lint   - ruff and sqlfluff"
 	@echo "make bench  - benchmark at 50,000 employees (writes bench/results.json)"
+	@echo "make postgres      - start a local PostgreSQL on 127.0.0.1:$(POSTGRES_PORT) (data in .postgres/)"
+	@echo "make postgres-stop - stop it"
+	@echo "make test-spark    - the dbt project on a local Spark session, compared with DuckDB"
 
 $(UV):
 	@echo "uv not found: installing it from PyPI into .tools/"
@@ -62,6 +65,22 @@ format: setup
 
 bench: setup
 	$(UV) run python -m tools.bench
+
+# A local PostgreSQL server (Debian's package) for development and the tests that need one: run
+# as the unprivileged `postgres` user, data, socket and log in .postgres/, 127.0.0.1 only, on a
+# port of its own so that another checkout's server does not collide. `source .postgres/env`
+# afterwards puts its port, passwords and DSNs into the shell (tools/postgres_server.py).
+POSTGRES_PORT ?= 55432
+postgres: setup
+	$(UV) run python -m tools.postgres_server start --port $(POSTGRES_PORT)
+
+postgres-stop: setup
+	$(UV) run python -m tools.postgres_server stop
+
+# The dbt project on Spark (a local session, Java 17) compared with DuckDB: minutes of Spark
+# start-up and per-statement overhead, so not part of `make test`; .ci/run runs it after.
+test-spark: setup
+	$(UV) run pytest -m spark -p no:cacheprovider
 
 clean:
 	rm -rf $(WAREHOUSE) dashboards/reports bench/scratch .pytest_cache dbt_project/target dbt_project/logs

@@ -29,7 +29,7 @@ from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's 
     project_files,
 )
 from pipelines.defs.resources import TalentResource
-from pipelines.lib import db, fingerprint
+from pipelines.lib import db, fingerprint, targets
 from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
@@ -166,6 +166,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             f"({passed.name}); not run again: they test the SQL on fixed inputs, not the data"
         )
     with dbt_output(context, s):
+        targets.prepare_build(s)  # TARGETS: raw tables to PostgreSQL / Spark (lib/targets.py)
         with dbt_environment(s.dbt_env()):
             build = dbt.cli(command, context=context)
         try:
@@ -174,6 +175,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             # each invocation writes its own target folder; keep target/ from growing every night
             shutil.rmtree(build.target_path, ignore_errors=True)
             raise
+        targets.collect_build(s)  # TARGETS: what dbt built there, back into the build file
         if not skip_unit and not context.is_subset:
             # the whole build passed, its unit tests with it
             passed.parent.mkdir(parents=True, exist_ok=True)
