@@ -44,3 +44,35 @@
             then concat('p_', left(lower(hex(hmac(unbase64('${env:TALENT_PSEUDONYM_KEY_B64}'), value))), 16))
     end
 {% endmacro %}
+
+{#- dbt-spark's seed loader, with one change: an empty cell is inserted as NULL. dbt-spark's
+    session connection quotes every bound value, so None arrived as the text 'None'. -#}
+{% macro spark__load_csv_rows(model, agate_table) %}
+    {%- set batch_size = get_batch_size() %}
+    {%- set column_override = model['config'].get('column_types', {}) %}
+    {%- set statements = [] %}
+    {%- for chunk in agate_table.rows | batch(batch_size) %}
+        {%- set bindings = [] %}
+        {%- set sql %}
+            insert into {{ this.render() }} values
+            {% for row in chunk -%}
+                ({%- for col_name in agate_table.column_names -%}
+                    {%- set type = column_override.get(col_name, adapter.convert_type(agate_table, loop.index0)) -%}
+                    {%- if row[loop.index0] is none -%}
+                        cast(null as {{ type }})
+                    {%- else -%}
+                        {%- do bindings.append(row[loop.index0]) -%}
+                        cast({{ get_binding_char() }} as {{ type }})
+                    {%- endif -%}
+                    {%- if not loop.last %}, {% endif -%}
+                {%- endfor -%})
+                {%- if not loop.last %},{% endif %}
+            {%- endfor %}
+        {%- endset %}
+        {%- do adapter.add_query(sql, bindings=bindings, abridge_sql_log=True) %}
+        {%- if loop.index0 == 0 %}
+            {%- do statements.append(sql) %}
+        {%- endif %}
+    {%- endfor %}
+    {{ return(statements[0]) }}
+{% endmacro %}

@@ -136,6 +136,11 @@ _PG_TO_DUCKDB = {
     "date": "DATE",
     "timestamp without time zone": "TIMESTAMP",
     "timestamp with time zone": "TIMESTAMPTZ",
+    "timestamp": "TIMESTAMP",
+    "timestamptz": "TIMESTAMPTZ",
+    "time": "TIME",
+    "interval": "INTERVAL",
+    "bytea": "BLOB",
     "jsonb": "JSON",
     "json": "JSON",
     "uuid": "UUID",
@@ -437,6 +442,7 @@ def mirror_to_duckdb(dsn: str, build_db: Path, schemas: tuple[str, ...]) -> dict
                     copied[f"{schema}.{table}"] = duck.execute(
                         f"select count(*) from {_duck_quote(schema)}.{_duck_quote(table)}"
                     ).fetchone()[0]
+            _mirror_comments(cur, duck, schemas)
     except psycopg2.Error as exc:
         raise PostgresError(
             f"reading the built tables back from {describe(dsn)} failed: {str(exc).strip()}"
@@ -444,6 +450,31 @@ def mirror_to_duckdb(dsn: str, build_db: Path, schemas: tuple[str, ...]) -> dict
     finally:
         con.close()
     return copied
+
+
+def _mirror_comments(cur, duck, schemas: tuple[str, ...]) -> None:
+    """The table and column comments dbt persisted on PostgreSQL (persist_docs), onto the
+    copies: publishing carries them to analysts as after a DuckDB build."""
+    cur.execute(
+        "select n.nspname, c.relname, null, obj_description(c.oid, 'pg_class') "
+        "from pg_class as c join pg_namespace as n on n.oid = c.relnamespace "
+        "where n.nspname = any(%s) and c.relkind = 'r' "
+        "union all "
+        "select n.nspname, c.relname, a.attname, col_description(c.oid, a.attnum) "
+        "from pg_class as c join pg_namespace as n on n.oid = c.relnamespace "
+        "join pg_attribute as a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped "
+        "where n.nspname = any(%s) and c.relkind = 'r'",
+        [list(schemas), list(schemas)],
+    )
+    for schema, table, column, comment in cur.fetchall():
+        if not comment:
+            continue
+        target = f"{_duck_quote(schema)}.{_duck_quote(table)}"
+        literal = "'" + comment.replace("'", "''") + "'"
+        if column is None:
+            duck.execute(f"comment on table {target} is {literal}")
+        else:
+            duck.execute(f"comment on column {target}.{_duck_quote(column)} is {literal}")
 
 
 def json_list(list_type: str) -> str:
