@@ -10,7 +10,9 @@ It provisions what the pipeline and the tests expect:
 - role `talent` (login, may create databases): owns database `talent`, where the marts are
   published for analysts, and `talent_build`, where dbt can build (`--build-target postgres`);
 - role `analyst` (login, nothing else): publishing grants it `connect` on `talent` and `select`
-  on schema `marts` only; it cannot connect to `talent_build`.
+  on schema `marts` only; it cannot connect to `talent_build`;
+- database `talent_dagster` (owned by `talent`) for Dagster's run, event-log and schedule
+  storage (deploy/dagster-postgres.yaml).
 
 Passwords come from `TALENT_PG_PASSWORD` and `TALENT_ANALYST_PASSWORD` when set, else from the
 previous start, else they are generated. They are written, with the port and the DSNs, to
@@ -42,6 +44,7 @@ PIPELINE_ROLE = "talent"
 ANALYST_ROLE = "analyst"
 SERVING_DB = "talent"
 BUILD_DB = "talent_build"
+DAGSTER_DB = "talent_dagster"
 
 
 class ServerError(RuntimeError):
@@ -127,6 +130,12 @@ def env_lines(port: int, pipeline_password: str, analyst_password: str) -> list[
         "TALENT_PUBLISH_DSN": dsn(PIPELINE_ROLE, port, SERVING_DB),
         "TALENT_BUILD_DSN": dsn(PIPELINE_ROLE, port, BUILD_DB),
         "TALENT_ANALYST_DSN": dsn(ANALYST_ROLE, port, SERVING_DB),
+        # deploy/dagster-postgres.yaml
+        "DAGSTER_PG_HOST": "127.0.0.1",
+        "DAGSTER_PG_PORT": str(port),
+        "DAGSTER_PG_USERNAME": PIPELINE_ROLE,
+        "DAGSTER_PG_PASSWORD": pipeline_password,
+        "DAGSTER_PG_DB": DAGSTER_DB,
     }
     return [f"export {k}={shlex.quote(v)}" for k, v in values.items()]
 
@@ -149,7 +158,10 @@ select format('create database %I owner %I', '{SERVING_DB}', '{PIPELINE_ROLE}')
  where not exists (select from pg_database where datname = '{SERVING_DB}') \\gexec
 select format('create database %I owner %I', '{BUILD_DB}', '{PIPELINE_ROLE}')
  where not exists (select from pg_database where datname = '{BUILD_DB}') \\gexec
+select format('create database %I owner %I', '{DAGSTER_DB}', '{PIPELINE_ROLE}')
+ where not exists (select from pg_database where datname = '{DAGSTER_DB}') \\gexec
 revoke all on database {BUILD_DB} from public;
+revoke all on database {DAGSTER_DB} from public;
 revoke all on database {SERVING_DB} from public;
 grant connect on database {SERVING_DB} to {ANALYST_ROLE};
 \\connect {SERVING_DB}
@@ -271,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"PostgreSQL is running on 127.0.0.1:{values['TALENT_PG_PORT']} "
                 f"(data in {args.dir}/data).\n"
                 f"  source {env_file}   # port, passwords and DSNs into this shell\n"
-                f"  databases: {SERVING_DB} (published marts), {BUILD_DB} (dbt builds)\n"
+                f"  databases: {SERVING_DB} (published marts), {BUILD_DB} (dbt builds), "
+                f"{DAGSTER_DB} (Dagster's storage)\n"
                 f"  roles: {PIPELINE_ROLE} (publishes, builds), {ANALYST_ROLE} (reads marts)\n"
                 "  stop it with `make postgres-stop`"
             )
