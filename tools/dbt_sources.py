@@ -86,8 +86,11 @@ def render() -> str:
                 "description": "Restricted raw layer (warehouse/raw.duckdb, attached read-only "
                 "as catalog raw): typed contract columns of every export plus lineage columns. "
                 "Holds names, e-mails and salaries; never published.",
-                "database": "raw",
-                "schema": "main",
+                # DuckDB attaches raw.duckdb as catalog `raw` (schema main); on PostgreSQL and
+                # Spark the raw tables are copied into schema `raw` of the build database
+                # (pipelines/lib/targets.py)
+                "database": "{{ 'raw' if target.type != 'postgres' else target.database }}",
+                "schema": "{{ 'main' if target.type == 'duckdb' else 'raw' }}",
                 "tables": [_table(e) for e in EXPORTS.values()] + BOOKKEEPING,
             }
         ],

@@ -8,7 +8,7 @@
     same rows then publish the same bits, which the incremental test compares exactly.
 -#}
 {% macro exact_sum(expr) -%}
-    sum(({{ expr }})::decimal(38, 12))::double
+    sum(({{ expr }})::decimal(38, 12))::{{ double_type() }}
 {%- endmacro %}
 
 {#- Mean of a DOUBLE expression, independent of row order (see exact_sum); NULL without values. -#}

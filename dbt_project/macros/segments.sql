@@ -1,7 +1,7 @@
 {#- Segment fan-out: every row once per segment type, so that one GROUP BY (segment_type,
     segment_value) gives the whole organisation ('all', 'all') and every segment.
     `segments` maps a segment type to the SQL expression of its value, in the order the rows
-    should come; values are text. -#}
+    should come; values are text. Every branch has the same columns in the same order. -#}
 {% macro segment_fan_out(relation, segments) %}
     select
         'all' as segment_type,
@@ -9,10 +9,10 @@
         *
     from {{ relation }}
     {%- for segment_type, value in segments.items() %}
-    union all by name
+    union all
     select
         '{{ segment_type }}' as segment_type,
-        ({{ value }})::varchar as segment_value,
+        cast(({{ value }}) as {{ text_type() }}) as segment_value,
         *
     from {{ relation }}
     {%- endfor %}

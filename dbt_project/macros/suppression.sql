@@ -13,31 +13,62 @@
                 line with a single hidden row.
     `measures`  columns set to NULL on hidden rows: the counts and everything derived from them.
     `order_by`  tie-break among equally small candidates, so the choice is reproducible.
+    `keep`      the other columns the mart shows (its grain and descriptive columns). Each pass
+                adds its columns under new names instead of replacing them (`* replace` is
+                DuckDB's alone), so the result lists `keep`, the measures and the two flags
+                explicitly and builds on PostgreSQL and Spark too. Without `keep`, DuckDB's
+                `* exclude ... replace` keeps every column (DuckDB only).
 
     Adds `suppressed` (boolean) and `suppression_reason` (NULL when shown). The generic tests
     `suppressed_below_min_group_size` and `no_single_suppressed_row_in_line` check the result. -#}
-{% macro suppress_small_groups(relation, size, measures, lines=[], primary=none, reason=none, order_by='1', rounds=2) %}
+{% macro suppress_small_groups(relation, size, measures, lines=[], primary=none, reason=none, order_by='1', rounds=2, keep=none) %}
     {%- set k = var('min_group_size') | int %}
     {%- set primary_sql = primary if primary else '(' ~ size ~ ') between 1 and ' ~ (k - 1) %}
     {%- set reason_sql = reason if reason else "'fewer than " ~ k ~ " people'" %}
-    {%- set ns = namespace(sql='select *, coalesce((' ~ size ~ '), 0) as _size, coalesce((' ~ primary_sql ~ '), true) as _hidden, '
-        ~ 'case when coalesce((' ~ primary_sql ~ '), true) then ' ~ reason_sql ~ ' end as _reason from ' ~ relation) %}
+    {%- set ns = namespace(
+        sql='select *, coalesce((' ~ size ~ '), 0) as _size, coalesce((' ~ primary_sql ~ '), true) as _hidden_0, '
+            ~ 'case when coalesce((' ~ primary_sql ~ '), true) then ' ~ reason_sql ~ ' end as _reason_0 from ' ~ relation,
+        step=0
+    ) %}
     {%- for round in range(rounds if lines else 0) %}
         {%- for line in lines %}
-            {%- set ns.sql = 'select * exclude (_pick) replace (_hidden or _pick as _hidden, '
-                ~ "case when _pick then 'complementary: the line (" ~ line | replace("'", "") ~ ") would give a hidden row back by subtraction' else _reason end as _reason) "
-                ~ 'from (select *, coalesce(count(*) filter (where _hidden) over (partition by ' ~ line ~ ') = 1 '
-                ~ 'and not _hidden and _size > 0 and row_number() over (partition by ' ~ line ~ ', (not _hidden and _size > 0) '
-                ~ 'order by _size, ' ~ order_by ~ ') = 1, false) as _pick from (' ~ ns.sql ~ '))' %}
+            {%- set was = ns.step %}
+            {%- set ns.step = ns.step + 1 %}
+            {%- set now = ns.step %}
+            {%- set ns.sql = 'select *, _hidden_' ~ was ~ ' or _pick_' ~ now ~ ' as _hidden_' ~ now ~ ', '
+                ~ 'case when _pick_' ~ now ~ " then 'complementary: the line (" ~ line | replace("'", "")
+                ~ ") would give a hidden row back by subtraction' else _reason_" ~ was ~ ' end as _reason_' ~ now ~ ' '
+                ~ 'from (select *, coalesce(sum(case when _hidden_' ~ was ~ ' then 1 else 0 end) over (partition by ' ~ line ~ ') = 1 '
+                ~ 'and not _hidden_' ~ was ~ ' and _size > 0 and row_number() over (partition by ' ~ line
+                ~ ', (not _hidden_' ~ was ~ ' and _size > 0) order by _size, ' ~ order_by ~ ') = 1, false) as _pick_' ~ now
+                ~ ' from (' ~ ns.sql ~ ') as _step_' ~ was ~ ') as _picked_' ~ now %}
         {%- endfor %}
     {%- endfor %}
+    {%- set hidden = '_hidden_' ~ ns.step %}
+    {%- set why = '_reason_' ~ ns.step %}
+    {%- if keep is none %}
+        {%- if target.type != 'duckdb' %}
+            {{ exceptions.raise_compiler_error("suppress_small_groups(" ~ relation ~ "): pass keep=[the mart's other columns] so that it builds on " ~ target.type) }}
+        {%- endif %}
     select
-        * exclude (_size, _hidden, _reason) replace (
+        * exclude (_size{% for i in range(ns.step + 1) %}, _hidden_{{ i }}, _reason_{{ i }}{% if i > 0 %}, _pick_{{ i }}{% endif %}{% endfor %}) replace (
         {%- for m in measures %}
-            case when _hidden then null else {{ m }} end as {{ m }}{{ ',' if not loop.last }}
+            case when {{ hidden }} then null else {{ m }} end as {{ m }}{{ ',' if not loop.last }}
         {%- endfor %}
         ),
-        _hidden as suppressed,
-        _reason as suppression_reason
-    from ({{ ns.sql }})
+        {{ hidden }} as suppressed,
+        {{ why }} as suppression_reason
+    from ({{ ns.sql }}) as _suppressed
+    {%- else %}
+    select
+        {%- for c in keep %}
+        {{ c }},
+        {%- endfor %}
+        {%- for m in measures %}
+        case when {{ hidden }} then null else {{ m }} end as {{ m }},
+        {%- endfor %}
+        {{ hidden }} as suppressed,
+        {{ why }} as suppression_reason
+    from ({{ ns.sql }}) as _suppressed
+    {%- endif %}
 {% endmacro %}

@@ -13,16 +13,16 @@ windows as (
     select
         'month' as period_type,
         first_month as window_start,
-        as_of_date as window_end,
+        as_of_date as window_end
     from bounds
     union all
     select
         'quarter',
         case
             when first_month = date_trunc('quarter', first_month) then first_month
-            else (date_trunc('quarter', first_month) + interval 3 month)::date
+            else (date_trunc('quarter', first_month) + interval '3' month)::date
         end,
-        as_of_date,
+        as_of_date
     from bounds
 ),
 
@@ -30,7 +30,7 @@ stints as (
     select
         w.period_type,
         count(*) filter (where s.ends_with_separation and s.stint_to between w.window_start and w.window_end) as separations,
-        count(*) filter (where s.starts_with_hire and s.stint_from between w.window_start and w.window_end) as hires,
+        count(*) filter (where s.starts_with_hire and s.stint_from between w.window_start and w.window_end) as hires
     from {{ ref('int_scope_stints') }} as s
     cross join windows as w
     group by w.period_type
@@ -40,7 +40,7 @@ mart as (
     select
         period_type,
         sum(separations) as separations,
-        sum(hires) as hires,
+        sum(hires) as hires
     from {{ ref('restricted_attrition') }}
     where segment_type = 'all'
     group by period_type

@@ -13,9 +13,9 @@ totals as (
         sum(headcount_start) as headcount_start,
         sum(hires) as hires,
         sum(separations) as separations,
-        sum(headcount_end) as headcount_end,
+        sum(headcount_end) as headcount_end
     from attrition
-    group by all
+    group by period_type, period_start, segment_type
 )
 
 select t.*

@@ -35,6 +35,25 @@ MIN_GROUP_SIZE = typer.Option(
     help="Groups smaller than this are suppressed (default: TALENT_MIN_GROUP_SIZE or 5).",
 )
 
+PUBLISH_DSN = typer.Option(
+    None,
+    "--publish-dsn",
+    help="Also publish the marts into this PostgreSQL database, e.g. "
+    "postgresql://talent@db:5432/talent (no password: PGPASSWORD; default: TALENT_PUBLISH_DSN).",
+)
+BUILD_TARGET = typer.Option(
+    None,
+    "--build-target",
+    help="Where dbt builds: duckdb, postgres (TALENT_BUILD_DSN) or spark (a local session) "
+    "(default: TALENT_BUILD_TARGET or duckdb).",
+)
+BUILD_DSN = typer.Option(
+    None,
+    "--build-dsn",
+    help="The PostgreSQL database dbt builds in with --build-target postgres; never the one "
+    "analysts read (default: TALENT_BUILD_DSN).",
+)
+
 
 def settings_from_cli(command: str, **flags: object) -> Settings:
     """Settings of this invocation: flags over the environment over the defaults."""

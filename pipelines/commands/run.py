@@ -20,11 +20,20 @@ def command(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Print every Dagster and dbt message, not only progress."
     ),
+    publish_dsn: str = options.PUBLISH_DSN,
+    build_target: str = options.BUILD_TARGET,
+    build_dsn: str = options.BUILD_DSN,
 ) -> None:
     from pipelines.execution import RunLockedError, run_nightly, run_report, warehouse_lock
 
     settings = options.settings_from_cli(
-        "run", sources_dir=sources, warehouse_dir=warehouse_dir, reports_dir_override=reports_dir
+        "run",
+        sources_dir=sources,
+        warehouse_dir=warehouse_dir,
+        reports_dir_override=reports_dir,
+        publish_dsn=publish_dsn,
+        build_target=build_target,
+        build_dsn=build_dsn,
     )
     from pipelines.lib.preflight import preflight
 
@@ -49,6 +58,10 @@ def command(
                 )
                 raise typer.Exit(1)
             typer.echo(f"published: {settings.published_db}", err=True)
+            if settings.publish_dsn:
+                from pipelines.lib.postgres import describe
+
+                typer.echo(f"published: {describe(settings.publish_dsn)} schema marts", err=True)
             if skip_report:
                 return
             from pipelines.lib.report import latest_complete_quarter

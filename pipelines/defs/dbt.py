@@ -33,7 +33,7 @@ from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's 
     vars_args,
 )
 from pipelines.defs.resources import TalentResource
-from pipelines.lib import db
+from pipelines.lib import db, targets
 from pipelines.lib.settings import Settings
 
 WAREHOUSE_GROUP = "warehouse"
@@ -150,6 +150,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
         return
     context.log.info(f"dbt build: {verdict.reasons()}")
     with dbt_output(context, s):
+        targets.prepare_build(s)  # TARGETS: raw tables to PostgreSQL / Spark (lib/targets.py)
         with dbt_environment(s.dbt_env()):
             build = dbt.cli(build_args(s), context=context, target_path=target_dir(s))
         # The content of some models is their data version; DuckDB lets dbt's process alone
@@ -161,6 +162,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
         except BaseException:
             yield from events
             raise
+        targets.collect_build(s)  # TARGETS: what dbt built there, back into the build file
     yield from with_content_versions(context, events, s.build_db, content_versioned(build.manifest))
 
 

@@ -11,7 +11,7 @@ import dagster as dg
 
 from pipelines.defs import dbt, deliveries, effects, roi, versions
 from pipelines.defs.resources import TalentResource
-from pipelines.lib.publish import PublishError, publish
+from pipelines.lib.publish import PostgresPublish, PublishError, publish
 
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
 # The nightly run must have published within this window, or the freshness check fails.
@@ -43,7 +43,8 @@ MART_KEYS = sorted(
     description=(
         "warehouse/talent.duckdb: the analyst-facing file. Schema `marts` copied from the "
         "build file, checked for personal data, checkpointed, then swapped in atomically "
-        "(readers keep their snapshot). Open it read-only."
+        "(readers keep their snapshot). Open it read-only. With TALENT_PUBLISH_DSN the same "
+        "marts replace schema `marts` of that PostgreSQL database in one transaction."
     ),
     freshness_policy=dg.FreshnessPolicy.time_window(fail_window=FRESHNESS_WINDOW),
 )
@@ -61,7 +62,13 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
         return
     try:
         result = publish(
-            s.build_db, s.published_db, run_id=context.run_id, min_group_size=s.min_group_size
+            s.build_db,
+            s.published_db,
+            run_id=context.run_id,
+            min_group_size=s.min_group_size,
+            postgres=PostgresPublish(s.publish_dsn, s.publish_reader_role)
+            if s.publish_dsn
+            else None,
         )
     except PublishError as exc:
         raise dg.Failure(description=str(exc)) from exc
@@ -72,6 +79,7 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
             "tables": len(result.tables),
             "rows_by_table": dg.MetadataValue.json(result.tables),
             "published_at": result.published_at,
+            **({"postgres": result.postgres} if result.postgres else {}),
         }
     )
 

@@ -29,6 +29,11 @@ class TalentResource(dg.ConfigurableResource):
     pseudonym_key: str
     assumptions_file: str
     settle_seconds: float
+    # Targets (docs/architecture.md, "Targets"): publish to PostgreSQL, build elsewhere.
+    publish_dsn: str | None = None
+    publish_reader_role: str = "analyst"
+    build_target: str = "duckdb"
+    build_dsn: str | None = None
 
     @classmethod
     def from_settings(
@@ -45,6 +50,10 @@ class TalentResource(dg.ConfigurableResource):
             "pseudonym_key": settings.pseudonym_key,
             "assumptions_file": str(settings.assumptions_file),
             "settle_seconds": settings.settle_seconds,
+            "publish_dsn": settings.publish_dsn,
+            "publish_reader_role": settings.publish_reader_role,
+            "build_target": settings.build_target,
+            "build_dsn": settings.build_dsn,
         }
         fields = {name: name for name in values} | {"reports_dir": "reports_dir_override"}
         for name, value in values.items():
@@ -84,6 +93,10 @@ class TalentResource(dg.ConfigurableResource):
             pseudonym_key=self.pseudonym_key,
             assumptions_file=Path(self.assumptions_file),
             settle_seconds=self.settle_seconds,
+            publish_dsn=self.publish_dsn,
+            publish_reader_role=self.publish_reader_role,
+            build_target=self.build_target,
+            build_dsn=self.build_dsn,
         )
 
 

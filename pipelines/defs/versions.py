@@ -50,11 +50,17 @@ CHECKED_DATA_VERSION = "checked_data_version"
 # so changing one rebuilds what reads it (and what depends on that). Ingestion, the source
 # deliveries and the docs' vars aside, nothing else reads a setting that changes its output.
 SETTINGS_READ: dict[str, tuple[str, ...]] = {
-    "warehouse_dbt": ("min_group_size", "scope_division", "pseudonym_key"),
+    "warehouse_dbt": (
+        "min_group_size",
+        "scope_division",
+        "pseudonym_key",
+        "build_target",
+        "build_dsn",
+    ),
     "warehouse__dbt_docs": ("min_group_size", "scope_division"),
     "certification_statistics": ("min_group_size",),
     "roi_tables": ("assumptions",),
-    "warehouse__published": ("min_group_size",),
+    "warehouse__published": ("min_group_size", "publish_dsn", "publish_reader_role"),
     "report__quarterly_talent_report": ("min_group_size", "assumptions"),
 }
 

@@ -15,6 +15,8 @@ KNOWN = (
     "ingest:before_commit",  # inside a file's load transaction, rows inserted, not committed
     "publish:before_replace",  # temporary file complete, not yet swapped in
     "publish:after_replace",  # new file swapped in, run not yet finished
+    "publish:postgres_half_loaded",  # PostgreSQL: half the marts loaded, nothing committed
+    "publish:postgres_swapped",  # PostgreSQL: marts swapped in the transaction, not committed
 )
 
 

@@ -57,6 +57,16 @@ class PublishResult:
     tables: dict[str, int] = field(default_factory=dict)  # "schema.table" -> rows
     size_bytes: int = 0
     published_at: str = ""
+    # user@host:port/database schema marts, when the marts were published to PostgreSQL too
+    postgres: str = ""
+
+
+@dataclass(frozen=True)
+class PostgresPublish:
+    """Publish the same marts into a PostgreSQL database as well (`TALENT_PUBLISH_DSN`)."""
+
+    dsn: str
+    reader_role: str = "analyst"
 
 
 def _quote(identifier: str) -> str:
@@ -150,13 +160,21 @@ def _refuse_unsafe(con: duckdb.DuckDBPyConnection, min_group_size: int) -> None:
 
 
 def publish(
-    build_db: Path, published_db: Path, run_id: str = "", min_group_size: int = 5
+    build_db: Path,
+    published_db: Path,
+    run_id: str = "",
+    min_group_size: int = 5,
+    postgres: PostgresPublish | None = None,
 ) -> PublishResult:
     """Copy the analyst-facing schemas of `build_db` into `published_db`, atomically.
 
     Raises PublishError (and leaves `published_db` untouched) when the build has no marts, a
     published column would expose personal data, or a published count of people is smaller than
     `min_group_size` (see GROUP_SIZE_COLUMNS).
+
+    With `postgres`, the checked file's marts are also loaded into that database and swapped
+    with its schema `marts` inside one transaction, which commits right after the file is
+    swapped in: a failure before that leaves both the file and the database as they were.
     """
     build_db = Path(build_db)
     published_db = Path(published_db)
@@ -234,16 +252,64 @@ def publish(
         finally:
             con.close()
         _fsync_path(tmp)
-        failpoint("publish:before_replace")
-        os.replace(tmp, published_db)
-        _fsync_path(published_db.parent)
-        failpoint("publish:after_replace")
+        _swap_in(tmp, published_db, _stage_postgres(tmp, postgres, run_id, result), result)
     except BaseException:
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
         raise
     result.size_bytes = published_db.stat().st_size
     return result
+
+
+def _swap_in(tmp: Path, published_db: Path, pending, result: PublishResult) -> None:
+    """os.replace the checked file onto the published path, then commit PostgreSQL's half."""
+    try:
+        failpoint("publish:before_replace")
+        os.replace(tmp, published_db)
+        _fsync_path(published_db.parent)
+        failpoint("publish:after_replace")
+    except BaseException:
+        if pending is not None:
+            pending.abandon()
+        raise
+    if pending is not None:
+        _commit_postgres(pending, published_db)
+        result.postgres = pending.where
+
+
+def _stage_postgres(tmp: Path, target: PostgresPublish | None, run_id: str, result: PublishResult):
+    """The PostgreSQL half of a publish, loaded and swapped but not committed (None without)."""
+    if target is None:
+        return None
+    published_at = result.published_at
+    from pipelines.lib import postgres
+
+    try:
+        return postgres.stage_publish(
+            tmp,
+            target.dsn,
+            target.reader_role,
+            note=f"talent-metrics marts, published {published_at} (run {run_id or 'by hand'}); "
+            "pseudonymised, small groups suppressed",
+        )
+    except postgres.PostgresError as exc:
+        raise PublishError(
+            f"{exc}\nNothing was published: the warehouse file and the PostgreSQL marts stay "
+            "as they were."
+        ) from None
+
+
+def _commit_postgres(pending, published_db: Path) -> None:
+    import psycopg2
+
+    try:
+        pending.commit()
+    except psycopg2.Error as exc:
+        raise PublishError(
+            f"{published_db} was published, but the commit on PostgreSQL {pending.where} failed "
+            f"({str(exc).strip()}): analysts there keep the previous marts until the next "
+            "publish. Run again once the server is reachable."
+        ) from None
 
 
 def _sql_str(text: str) -> str:

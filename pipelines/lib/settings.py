@@ -47,17 +47,55 @@ class Settings:
     timezone: str = "UTC"
     # A file must be unchanged this long before it is loaded (half-copied exports are not read).
     settle_seconds: float = 30.0
+    # Targets (docs/architecture.md, "Targets"). Publish the marts into this PostgreSQL database
+    # as well as the DuckDB file; a DSN without a password (libpq reads PGPASSWORD).
+    publish_dsn: str | None = None
+    # The role analysts log in as: it may read schema `marts` of that database, nothing else.
+    publish_reader_role: str = "analyst"
+    # Where dbt builds: duckdb (the build file), postgres (the database of build_dsn, raw tables
+    # copied there first) or spark (a local Spark session). The Python steps read the result
+    # from the build file in every case (pipelines/lib/targets.py copies it back).
+    build_target: str = "duckdb"
+    build_dsn: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("sources_dir", "warehouse_dir", "reports_dir_override", "assumptions_file"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, Path(value).expanduser().resolve())
+        for problem in self._target_problems():
+            raise SettingsError(problem)
         if int(self.min_group_size) < 2:
             raise SettingsError(
                 f"min_group_size is {self.min_group_size}; it must be at least 2 (5 is the "
                 "common default) or single people could be singled out in reports."
             )
+
+    def _target_problems(self) -> list[str]:
+        from pipelines.lib.postgres import dsn_problem
+
+        problems = []
+        if self.build_target not in BUILD_TARGETS:
+            problems.append(
+                f"the build target {self.build_target!r} is not one of "
+                f"{', '.join(BUILD_TARGETS)} (TALENT_BUILD_TARGET, --build-target)."
+            )
+        if self.build_target == "postgres" and not self.build_dsn:
+            problems.append(
+                "the build target postgres needs the database to build in: set TALENT_BUILD_DSN "
+                "(or --build-dsn), e.g. postgresql://talent@127.0.0.1:55432/talent_build."
+            )
+        for name, var in (("publish_dsn", "TALENT_PUBLISH_DSN"), ("build_dsn", "TALENT_BUILD_DSN")):
+            value = getattr(self, name)
+            problem = dsn_problem(value) if value else None
+            if problem:
+                problems.append(f"{var} {problem}.")
+        if self.publish_dsn and self.build_dsn and _same_database(self.publish_dsn, self.build_dsn):
+            problems.append(
+                "TALENT_PUBLISH_DSN and TALENT_BUILD_DSN name the same database: analysts would "
+                "reach the raw and restricted tables dbt builds from. Publish into another one."
+            )
+        return problems
 
     # --- construction at the edges -------------------------------------------------------
     @classmethod
@@ -124,6 +162,12 @@ class Settings:
         """One JSON record per job: what the last run did."""
         return self.warehouse_dir / "runs"
 
+    @property
+    def spark_dir(self) -> Path:
+        """The local Spark session's tables and the raw tables handed to it (build target
+        spark): `<warehouse>/build/spark/`."""
+        return self.build_db.parent / "spark"
+
     def ensure_dirs(self) -> None:
         for d in (self.warehouse_dir, self.archive_dir, self.build_db.parent):
             d.mkdir(parents=True, exist_ok=True)
@@ -139,10 +183,13 @@ class Settings:
         are the only settings that travel through the environment, and only into that
         subprocess (see `pipelines.defs.dbt_cli.dbt_environment`).
         """
+        from pipelines.lib.targets import dbt_target_env
+
         return {
             "TALENT_BUILD_DB": str(self.build_db),
             "TALENT_RAW_DB": str(self.raw_db),
             "TALENT_PSEUDONYM_KEY": self.pseudonym_key,
+            **dbt_target_env(self),
         }
 
 
@@ -159,7 +206,21 @@ ENV_VARS: dict[str, str] = {
     "quarterly_cron": "TALENT_QUARTERLY_CRON",
     "timezone": "TALENT_TIMEZONE",
     "settle_seconds": "TALENT_SETTLE_SECONDS",
+    "publish_dsn": "TALENT_PUBLISH_DSN",
+    "publish_reader_role": "TALENT_PUBLISH_READER_ROLE",
+    "build_target": "TALENT_BUILD_TARGET",
+    "build_dsn": "TALENT_BUILD_DSN",
 }
+
+BUILD_TARGETS = ("duckdb", "postgres", "spark")
+
+
+def _same_database(a: str, b: str) -> bool:
+    import psycopg2.extensions
+
+    pa, pb = psycopg2.extensions.parse_dsn(a), psycopg2.extensions.parse_dsn(b)
+    keys = ("host", "port", "dbname")
+    return all(pa.get(k, "") == pb.get(k, "") for k in keys)
 
 
 def _parse(name: str, var: str, raw: str) -> object:

@@ -5,7 +5,7 @@
 -- so it bounds nothing: the history starts at the first hire. as_of_date = var `as_of_date`
 -- when set, else the end of the month of the latest dated record.
 with deliveries as (
-    select min(strptime(left(period, 7) || '-01', '%Y-%m-%d'))::date as first_delivery
+    select min((left(period, 7) || '-01')::date) as first_delivery
     from {{ source('raw', 'manifest') }}
     where
         status = 'active'
@@ -37,8 +37,8 @@ dated as (
 
 final as (
     select
-        date_trunc('month', coalesce(any_value(deliveries.first_delivery), min(dated.first_d)))::date as first_month,
-        {% if var('as_of_date') %}date '{{ var("as_of_date") }}'{% else %}last_day(max(dated.d)){% endif %} as as_of_date,
+        date_trunc('month', coalesce({{ any_value_of('deliveries.first_delivery') }}, min(dated.first_d)))::date as first_month,
+        {% if var('as_of_date') %}date '{{ var("as_of_date") }}'{% else %}{{ month_end_of('max(dated.d)') }}{% endif %} as as_of_date
     from dated
     cross join deliveries
 )

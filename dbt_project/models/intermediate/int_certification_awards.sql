@@ -10,7 +10,7 @@ final as (
         person_key,
         certification_code,
         issued_on,
-        expires_on,
+        expires_on
     from attempts
     where
         result = 'pass'

@@ -6,7 +6,7 @@ with awards as (
         person_key,
         certification_code,
         issued_on,
-        coalesce(expires_on, date '9999-12-31') as expires_on,
+        coalesce(expires_on, date '9999-12-31') as expires_on
     from {{ ref('int_certification_awards') }}
 ),
 
@@ -17,14 +17,14 @@ running as (
             partition by person_key, certification_code
             order by issued_on, expires_on
             rows between unbounded preceding and 1 preceding
-        ) as previous_max_expiry,
+        ) as previous_max_expiry
     from awards
 ),
 
 flagged as (
     select
         *,
-        case when previous_max_expiry is null or issued_on > previous_max_expiry + 1 then 1 else 0 end as is_new_interval,
+        case when previous_max_expiry is null or issued_on > previous_max_expiry + 1 then 1 else 0 end as is_new_interval
     from running
 ),
 
@@ -35,7 +35,7 @@ numbered as (
             partition by person_key, certification_code
             order by issued_on, expires_on
             rows unbounded preceding
-        ) as interval_number,
+        ) as interval_number
     from flagged
 ),
 
@@ -46,7 +46,7 @@ final as (
         interval_number,
         min(issued_on) as valid_from,
         nullif(max(expires_on), date '9999-12-31') as valid_to,
-        count(*) as awards,
+        count(*) as awards
     from numbered
     group by person_key, certification_code, interval_number
 )

@@ -22,7 +22,7 @@ final as (
         ) as spell_end,
         case when s.termination_date <= b.as_of_date then coalesce(s.termination_type, 'other') end as separation_type,
         case when s.termination_date <= b.as_of_date then coalesce(s.regrettable, false) end as regrettable,
-        s.termination_reason,
+        s.termination_reason
     from spells as s
     cross join bounds as b
 )

@@ -38,7 +38,7 @@ month_overlaps as (
         m.month_end,
         m.days_in_month,
         least(h.valid_to, m.month_end) as last_day,
-        datediff('day', greatest(h.valid_from, m.month), least(h.valid_to, m.month_end)) + 1 as days,
+        {{ days_between('greatest(h.valid_from, m.month)', 'least(h.valid_to, m.month_end)') }} + 1 as days
     from history as h
     inner join months as m
         on
@@ -50,15 +50,15 @@ person_months as (
     select
         person_key,
         month,
-        any_value(month_end) as month_end,
-        sum(days) / any_value(days_in_month) as exposure_months,
+        {{ any_value_of('month_end') }} as month_end,
+        {{ divide('sum(days)', any_value_of('days_in_month')) }} as exposure_months,
         max(last_day) as measured_on,
-        arg_max(team, valid_from) as team,
-        arg_max(role_family, valid_from) as role_family,
-        arg_max(skill_level, valid_from) as skill_level,
-        arg_max(site, valid_from) as site,
-        arg_max(fte, valid_from) as fte,
-        arg_max(hire_date, valid_from) as spell_hire_date,
+        {{ value_at_max('team', 'valid_from') }} as team,
+        {{ value_at_max('role_family', 'valid_from') }} as role_family,
+        {{ value_at_max('skill_level', 'valid_from') }} as skill_level,
+        {{ value_at_max('site', 'valid_from') }} as site,
+        {{ value_at_max('fte', 'valid_from') }} as fte,
+        {{ value_at_max('hire_date', 'valid_from') }} as spell_hire_date
     from month_overlaps
     group by person_key, month
 ),
@@ -66,7 +66,7 @@ person_months as (
 first_cert as (
     select
         person_key,
-        date_trunc('month', min(valid_from))::date as first_certified_month,
+        date_trunc('month', min(valid_from))::date as first_certified_month
     from cert_intervals
     where valid_from <= (select b.as_of_date from bounds as b)
     group by person_key
@@ -76,8 +76,8 @@ certs_on_date as (
     select
         pm.person_key,
         pm.month,
-        list_sort(list(distinct c.certification_code)) as active_certification_codes,
-        count(distinct case when c.valid_to between pm.month_end + 1 and pm.month_end + 90 then c.certification_code end) as expiring_next_90d,
+        {{ sorted_list('c.certification_code', distinct=true) }} as active_certification_codes,
+        count(distinct case when c.valid_to between pm.month_end + 1 and pm.month_end + 90 then c.certification_code end) as expiring_next_90d
     from person_months as pm
     inner join cert_intervals as c
         on
@@ -91,11 +91,11 @@ separations as (
     select
         person_key,
         date_trunc('month', stint_to)::date as month,
-        arg_max(separation_type, stint_to) as separation_type,
-        count(*) as separations,
+        {{ value_at_max('separation_type', 'stint_to') }} as separation_type,
+        count(*) as separations
     from stints
     where ends_with_separation
-    group by all
+    group by person_key, date_trunc('month', stint_to)::date
 ),
 
 incident_counts as (
@@ -104,7 +104,7 @@ incident_counts as (
         month,
         count(*) as incidents
     from responses
-    group by all
+    group by person_key, month
 ),
 
 final as (
@@ -118,21 +118,21 @@ final as (
         pm.skill_level,
         pm.site,
         pm.fte,
-        date_sub('month', pm.spell_hire_date, pm.measured_on) as tenure_months,
+        {{ full_months_between('pm.spell_hire_date', 'pm.measured_on') }} as tenure_months,
         pm.measured_on = pm.month_end as active_at_month_end,
         -- certification
         c.person_key is not null as is_certified,
-        coalesce(c.active_certification_codes, []::varchar[]) as active_certification_codes,
+        coalesce(c.active_certification_codes, {{ empty_text_list() }}) as active_certification_codes,
         coalesce(c.expiring_next_90d, 0) as expiring_next_90d,
         f.first_certified_month,
-        date_sub('month', f.first_certified_month, pm.month) as months_since_first_cert,
+        {{ full_months_between('f.first_certified_month', 'pm.month') }} as months_since_first_cert,
         -- outcomes and exposure
         coalesce(i.incidents, 0) as incidents,
         pm.exposure_months,
         s.person_key is not null as separated,
         s.separation_type,
         fl.gpu_count as fleet_gpus,
-        fl.fleet_size_class,
+        fl.fleet_size_class
     from person_months as pm
     left join certs_on_date as c
         on

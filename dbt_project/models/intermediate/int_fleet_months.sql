@@ -18,20 +18,27 @@ clusters as (
     from fleet group by cluster
 ),
 
-as_of as (
+-- every snapshot on or before the month end, the latest first (an as-of join)
+snapshots as (
     select
         m.month,
         m.month_end,
         f.cluster,
         f.site,
         f.gpu_count,
+        row_number() over (partition by m.month, f.cluster order by f.as_of_date desc) as recency
     from months as m
     inner join clusters as c
         on c.first_as_of <= m.month_end
-    asof join fleet as f
+    inner join fleet as f
         on
             f.cluster = c.cluster
             and f.as_of_date <= m.month_end
+),
+
+as_of as (
+    select * from snapshots
+    where recency = 1
 ),
 
 final as (
@@ -40,7 +47,7 @@ final as (
         a.cluster,
         a.site,
         a.gpu_count,
-        k.fleet_size_class,
+        k.fleet_size_class
     from as_of as a
     left join classes as k
         on

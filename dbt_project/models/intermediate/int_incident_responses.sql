@@ -16,7 +16,7 @@ final as (
         cluster,
         responder_team as team,
         gpus_affected,
-        downtime_minutes,
+        downtime_minutes
     from incidents
     where responder_in_scope
 )

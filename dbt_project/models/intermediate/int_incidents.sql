@@ -16,14 +16,20 @@ cert_intervals as (
     select * from {{ ref('int_certification_intervals') }}
 ),
 
-primary_responders as (
-    select *
+ranked_primaries as (
+    select
+        *,
+        row_number() over (
+            partition by incident_number
+            order by assigned_at nulls last, person_key nulls last, email_key
+        ) as assignment_order
     from responders
     where role = 'primary'
-    qualify row_number() over (
-        partition by incident_number
-        order by assigned_at nulls last, person_key nulls last, email_key
-    ) = 1
+),
+
+primary_responders as (
+    select * from ranked_primaries
+    where assignment_order = 1
 ),
 
 final as (
@@ -55,7 +61,7 @@ final as (
         i.resolve_minutes,
         i.acknowledge_minutes,
         i.gpus_affected,
-        i.downtime_minutes,
+        i.downtime_minutes
     from incidents as i
     left join primary_responders as p
         on p.incident_number = i.incident_number

@@ -4,16 +4,16 @@ with bounds as (
 ),
 
 spine as (
-    select unnest(generate_series(first_month, date_trunc('month', as_of_date)::date, interval 1 month))::date as month
+    select {{ date_series('first_month', "date_trunc('month', as_of_date)::date", 'month') }} as month
     from bounds
 ),
 
 final as (
     select
         month,
-        last_day(month) as month_end,
+        {{ month_end_of('month') }} as month_end,
         date_trunc('quarter', month)::date as quarter,
-        datediff('day', month, last_day(month)) + 1 as days_in_month,
+        {{ days_between('month', month_end_of('month')) }} + 1 as days_in_month
     from spine
 )
 

@@ -21,7 +21,7 @@ job_intervals as (
         coalesce(
             lead(effective_date) over (partition by person_key order by effective_date) - 1,
             date '9999-12-31'
-        ) as job_valid_to,
+        ) as job_valid_to
     from jobs
 ),
 
@@ -41,7 +41,7 @@ joined as (
         j.manager_key,
         j.employment_type,
         j.fte,
-        j.change_reason,
+        j.change_reason
     from job_intervals as j
     inner join spells as s
         on
@@ -62,15 +62,15 @@ without_jobs as (
         s.spell_end as valid_to,
         s.hire_date,
         s.spell_end,
-        null::varchar as division,
-        null::varchar as team,
-        null::varchar as role_family,
+        null::{{ text_type() }} as division,
+        null::{{ text_type() }} as team,
+        null::{{ text_type() }} as role_family,
         null::integer as skill_level,
-        null::varchar as site,
-        null::varchar as manager_key,
-        null::varchar as employment_type,
-        null::double as fte,
-        null::varchar as change_reason,
+        null::{{ text_type() }} as site,
+        null::{{ text_type() }} as manager_key,
+        null::{{ text_type() }} as employment_type,
+        null::{{ double_type() }} as fte,
+        null::{{ text_type() }} as change_reason
     from spells as s
     where not exists (select 1 from jobs as j where j.person_key = s.person_key)
 ),
@@ -79,26 +79,39 @@ without_jobs as (
 -- hire date (HRIS often dates the job record a few days after the hire).
 final as (
     select
-        * replace (
-            case
-                when row_number() over (partition by person_key, spell_number order by valid_from) = 1
-                    then hire_date
-                else valid_from
-            end as valid_from
-        ),
+        person_key,
+        spell_number,
+        case
+            when row_number() over (partition by person_key, spell_number order by valid_from) = 1
+                then hire_date
+            else valid_from
+        end as valid_from,
+        valid_to,
+        hire_date,
+        spell_end,
+        division,
+        team,
+        role_family,
+        skill_level,
+        site,
+        manager_key,
+        employment_type,
+        fte,
+        change_reason,
         division = {{ scope_division() }}
-        and employment_type in {{ included_employment_types() }} as in_scope,
+        and employment_type in {{ included_employment_types() }} as in_scope
     from joined
 ),
 
 unknown_jobs as (
     select
         w.*,
-        not d.delivered as in_scope,
+        not d.delivered as in_scope
     from without_jobs as w
     cross join job_history_delivered as d
 )
 
+-- both branches list the same columns in the same order
 select * from final
-union all by name
+union all
 select * from unknown_jobs

@@ -17,14 +17,14 @@ flagged as (
             when valid_from = lag(valid_to) over (partition by person_key, spell_number order by valid_from) + 1
                 then 0
             else 1
-        end as is_new_stint,
+        end as is_new_stint
     from history
 ),
 
 numbered as (
     select
         *,
-        sum(is_new_stint) over (partition by person_key order by valid_from rows unbounded preceding) as stint_number,
+        sum(is_new_stint) over (partition by person_key order by valid_from rows unbounded preceding) as stint_number
     from flagged
 ),
 
@@ -32,9 +32,9 @@ stints as (
     select
         person_key,
         stint_number,
-        any_value(spell_number) as spell_number,
+        {{ any_value_of('spell_number') }} as spell_number,
         min(valid_from) as stint_from,
-        max(valid_to) as stint_to,
+        max(valid_to) as stint_to
     from numbered
     group by person_key, stint_number
 ),
@@ -49,7 +49,7 @@ final as (
         t.stint_from = s.hire_date as starts_with_hire,
         s.termination_date is not null and t.stint_to = s.termination_date as ends_with_separation,
         case when s.termination_date is not null and t.stint_to = s.termination_date then s.separation_type end as separation_type,
-        case when s.termination_date is not null and t.stint_to = s.termination_date then s.regrettable end as regrettable,
+        case when s.termination_date is not null and t.stint_to = s.termination_date then s.regrettable end as regrettable
     from stints as t
     inner join spells as s
         on

@@ -6,9 +6,9 @@
 with detail as (
     select
         *,
-        last_day(period_start + case period_type when 'quarter' then interval 2 month else interval 0 month end)::date
+        {{ month_end_of("period_start + case period_type when 'quarter' then interval '2' month else interval '0' month end") }}::date
             as period_end,
-        date_trunc('quarter', period_start)::date as quarter_and_its_months,
+        date_trunc('quarter', period_start)::date as quarter_and_its_months
     from {{ ref('restricted_attrition') }}
 ),
 
@@ -17,7 +17,7 @@ coverage as (
         month_end,
         segment_type,
         segment_value,
-        suppressed,
+        suppressed
     from {{ ref('certification_coverage') }}
 ),
 
@@ -29,11 +29,11 @@ flagged as (
             d.headcount_start between 1 and {{ var('min_group_size') | int - 1 }}
             or d.headcount_end between 1 and {{ var('min_group_size') | int - 1 }},
             true
-        ) as headcount_small,
+        ) as headcount_small
     from detail as d
     left join coverage as before_start
         on
-            before_start.month_end = d.period_start - interval 1 day
+            before_start.month_end = d.period_start - interval '1' day
             and before_start.segment_type = d.segment_type
             and before_start.segment_value = d.segment_value
     left join coverage as at_end
@@ -59,6 +59,7 @@ suppressed as (
         ],
         lines=['period_type, period_start, segment_type', 'segment_type, segment_value, quarter_and_its_months'],
         order_by='period_type, period_start, segment_type, segment_value',
+        keep=['period_type', 'period_start', 'segment_type', 'segment_value'],
     ) }}
 ),
 
@@ -85,7 +86,7 @@ final as (
         trailing_12m_turnover_rate,
         rolling_12m_retention,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -22,7 +22,7 @@ lined as (
             when d.segment_type = 'team' then 'site:' || coalesce(t.site, 'unknown')
             when d.segment_type = 'site' then 'site:' || d.segment_value
             else d.segment_type || ':' || d.segment_value
-        end as site_and_its_teams,
+        end as site_and_its_teams
     from detail as d
     left join team_sites as t
         on
@@ -42,6 +42,7 @@ suppressed as (
         ],
         lines=['month_end, segment_type', 'month_end, site_and_its_teams'],
         order_by='segment_type, segment_value',
+        keep=['month_end', 'segment_type', 'segment_value'],
     ) }}
 ),
 
@@ -61,7 +62,7 @@ final as (
         exam_passes,
         exam_pass_rate,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -10,6 +10,7 @@ suppressed as (
         'detail',
         size='engagements',
         measures=['hours', 'cost_usd', 'average_rate_usd', 'engagements'],
+        keep=['period_start'],
     ) }}
 ),
 
@@ -21,7 +22,7 @@ final as (
         average_rate_usd,
         engagements,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -30,7 +30,7 @@ final as (
         c.minutes,
         c.code is not null as in_catalogue,
         coalesce(a.awards, 0) as awards,
-        coalesce(a.holders_ever, 0) as holders_ever,
+        coalesce(a.holders_ever, 0) as holders_ever
     from codes as k
     left join catalogue as c on c.code = k.certification_code
     left join awards as a on a.certification_code = k.certification_code

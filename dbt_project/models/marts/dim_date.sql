@@ -4,7 +4,7 @@ with bounds as (
 ),
 
 days as (
-    select unnest(generate_series(first_month, as_of_date, interval 1 day))::date as date_day
+    select {{ date_series('first_month', 'as_of_date', 'day') }} as date_day
     from bounds
 ),
 
@@ -13,12 +13,13 @@ final as (
         date_day,
         date_trunc('month', date_day)::date as month,
         date_trunc('quarter', date_day)::date as quarter,
-        year(date_day) as year,
-        quarter(date_day) as quarter_of_year,
-        year(date_day)::varchar || '-Q' || quarter(date_day)::varchar as quarter_label,
-        month(date_day) as month_of_year,
-        isodow(date_day) as iso_day_of_week,
-        date_day = last_day(date_day) as is_month_end,
+        {{ date_part_of('year', 'date_day') }} as year,
+        {{ date_part_of('quarter', 'date_day') }} as quarter_of_year,
+        {{ date_part_of('year', 'date_day') }}::{{ text_type() }} || '-Q'
+        || {{ date_part_of('quarter', 'date_day') }}::{{ text_type() }} as quarter_label,
+        {{ date_part_of('month', 'date_day') }} as month_of_year,
+        {{ date_part_of('isodow', 'date_day') }} as iso_day_of_week,
+        date_day = {{ month_end_of('date_day') }} as is_month_end
     from days
 )
 

@@ -10,23 +10,23 @@ with step_0 as (
         person_key,
         role_family,
         skill_level,
-        year(first_hire_month) as first_hire_year,
-        is_active,
+        {{ date_part_of('year', 'first_hire_month') }} as first_hire_year,
+        is_active
     from {{ ref('restricted_dim_employee') }}
 ),
 
 {#- one step per attribute, in the order they are withheld -#}
 {%- set withheld = ['first_hire_year', 'skill_level', 'role_family', 'is_active'] %}
 {% for column in withheld %}
+    {%- set withhold = 'case when count(*) over (partition by role_family, skill_level, first_hire_year, is_active) >= '
+        ~ min_group_size() ~ ' then ' ~ column ~ ' end' %}
     step_{{ loop.index }} as (
         select
-            * replace (
-                case
-                    when
-                        count(*) over (partition by role_family, skill_level, first_hire_year, is_active)
-                        >= {{ min_group_size() }} then {{ column }}
-                end as {{ column }}
-            ),
+            person_key,
+            {{ withhold if column == 'role_family' else 'role_family' }} as role_family,
+            {{ withhold if column == 'skill_level' else 'skill_level' }} as skill_level,
+            {{ withhold if column == 'first_hire_year' else 'first_hire_year' }} as first_hire_year,
+            {{ withhold if column == 'is_active' else 'is_active' }} as is_active
         from step_{{ loop.index0 }}
     ),
 {% endfor %}
@@ -34,9 +34,9 @@ with step_0 as (
 combinations as (
     select
         *,
-        coalesce(role_family, skill_level::varchar, first_hire_year::varchar, is_active::varchar) is null
+        coalesce(role_family, skill_level::{{ text_type() }}, first_hire_year::{{ text_type() }}, is_active::{{ text_type() }}) is null
             as nothing_left,
-        count(*) over (partition by role_family, skill_level, first_hire_year, is_active) as combination_size,
+        count(*) over (partition by role_family, skill_level, first_hire_year, is_active) as combination_size
     from step_4
 ),
 
@@ -48,7 +48,7 @@ merged as (
         skill_level,
         first_hire_year,
         is_active,
-        true as withheld,
+        true as withheld
     from combinations
     where
         not nothing_left
@@ -64,7 +64,7 @@ final as (
         case when m.withheld is null then c.role_family end as role_family,
         case when m.withheld is null then c.skill_level end as skill_level,
         case when m.withheld is null then c.first_hire_year end as first_hire_year,
-        case when m.withheld is null then c.is_active end as is_active,
+        case when m.withheld is null then c.is_active end as is_active
     from combinations as c
     left join merged as m
         on

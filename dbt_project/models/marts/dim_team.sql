@@ -8,7 +8,7 @@ with detail as (
 latest_coverage as (
     select
         segment_value as team,
-        suppressed,
+        suppressed
     from {{ ref('certification_coverage') }}
     where
         segment_type = 'team'
@@ -18,7 +18,7 @@ latest_coverage as (
 flagged as (
     select
         d.*,
-        coalesce(c.suppressed, false) and d.current_headcount > 0 as coverage_hidden,
+        coalesce(c.suppressed, false) and d.current_headcount > 0 as coverage_hidden
     from detail as d
     left join latest_coverage as c on c.team = d.team
 ),
@@ -31,6 +31,7 @@ suppressed as (
         reason="case when current_headcount < " ~ var('min_group_size') ~ " then 'fewer than "
             ~ var('min_group_size') ~ " people' else 'certification_coverage hides this team in the last month' end",
         measures=['current_headcount'],
+        keep=['team', 'site', 'current_gpu_count', 'current_fleet_size_class', 'runs_cluster'],
     ) }}
 ),
 
@@ -43,7 +44,7 @@ final as (
         current_headcount,
         runs_cluster,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

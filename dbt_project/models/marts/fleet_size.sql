@@ -5,11 +5,11 @@ with fleet as (
 
 final as (
     select
-        last_day(month)::date as month_end,
+        {{ month_end_of('month') }}::date as month_end,
         cluster,
         site,
         gpu_count,
-        fleet_size_class,
+        fleet_size_class
     from fleet
 )
 

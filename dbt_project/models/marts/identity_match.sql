@@ -30,10 +30,10 @@ final as (
         count(*) as records,
         count(person_key) as matched,
         count(*) - count(person_key) as unmatched,
-        count(person_key) / nullif(count(*), 0) as match_rate,
+        {{ divide('count(person_key)', 'nullif(count(*), 0)') }} as match_rate,
         count(distinct email_key) as unmatched_identities,
         count(*) filter (where link_method = 'name') as matched_by_name,
-        count(*) filter (where link_method = 'ambiguous_name') as ambiguous_names,
+        count(*) filter (where link_method = 'ambiguous_name') as ambiguous_names
     from sources
     group by source
 )

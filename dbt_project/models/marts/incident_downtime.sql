@@ -13,6 +13,7 @@ suppressed as (
         measures=['incidents', 'responders', 'downtime_minutes', 'gpu_hours_lost'],
         lines=['quarter'],
         order_by='certification_status',
+        keep=['quarter', 'certification_status'],
     ) }}
 ),
 
@@ -25,7 +26,7 @@ final as (
         downtime_minutes,
         gpu_hours_lost,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -5,7 +5,7 @@
 with detail as (
     select
         *,
-        case when breakdown = 'event_time' then row_key else certification_status end as status_across_quarters,
+        case when breakdown = 'event_time' then row_key else certification_status end as status_across_quarters
     from {{ ref('restricted_incident_rates') }}
 ),
 
@@ -19,6 +19,7 @@ suppressed as (
         ],
         lines=['breakdown, quarter, relative_month', 'status_across_quarters'],
         order_by='breakdown, quarter, certification_status, relative_month',
+        keep=['row_key', 'breakdown', 'quarter', 'certification_status', 'relative_month'],
     ) }}
 ),
 
@@ -37,7 +38,7 @@ final as (
         mttr_mean_minutes,
         resolved_incidents,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

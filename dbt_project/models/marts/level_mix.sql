@@ -10,7 +10,7 @@ coverage as (
         month_end,
         segment_type,
         segment_value,
-        suppressed,
+        suppressed
     from {{ ref('certification_coverage') }}
     where segment_type in ('level', 'role_family')
 ),
@@ -18,10 +18,10 @@ coverage as (
 flagged as (
     select
         d.*,
-        coalesce(lv.suppressed, false) or coalesce(r.suppressed, false) as coverage_hidden,
+        coalesce(lv.suppressed, false) or coalesce(r.suppressed, false) as coverage_hidden
     from detail as d
     left join coverage as lv
-        on lv.month_end = d.month_end and lv.segment_type = 'level' and lv.segment_value = d.skill_level::varchar
+        on lv.month_end = d.month_end and lv.segment_type = 'level' and lv.segment_value = d.skill_level::{{ text_type() }}
     left join coverage as r
         on r.month_end = d.month_end and r.segment_type = 'role_family' and r.segment_value = d.role_family
 ),
@@ -36,6 +36,7 @@ suppressed as (
         measures=['headcount'],
         lines=['month_end, role_family', 'month_end, skill_level'],
         order_by='role_family, skill_level',
+        keep=['month_end', 'role_family', 'skill_level'],
     ) }}
 ),
 
@@ -46,7 +47,7 @@ final as (
         skill_level,
         headcount,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

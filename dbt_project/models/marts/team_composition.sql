@@ -12,7 +12,7 @@ coverage as (
         month_end,
         segment_type,
         segment_value,
-        suppressed,
+        suppressed
     from {{ ref('certification_coverage') }}
     where segment_type in ('team', 'role_family')
 ),
@@ -20,7 +20,7 @@ coverage as (
 flagged as (
     select
         d.*,
-        coalesce(t.suppressed, false) or coalesce(r.suppressed, false) as coverage_hidden,
+        coalesce(t.suppressed, false) or coalesce(r.suppressed, false) as coverage_hidden
     from detail as d
     left join coverage as t
         on t.month_end = d.month_end and t.segment_type = 'team' and t.segment_value = d.team
@@ -38,6 +38,7 @@ suppressed as (
         measures=['headcount', 'headcount_gap', 'headcount_in_level_band', 'required_cert_compliant_headcount'],
         lines=['month_end, team', 'month_end, role_family'],
         order_by='team, role_family',
+        keep=['month_end', 'team', 'role_family', 'fleet_size_class', 'gpu_count', 'template_headcount', 'level_min', 'level_max', 'required_certification_codes'],
     ) }}
 ),
 
@@ -57,7 +58,7 @@ final as (
         required_certification_codes,
         required_cert_compliant_headcount,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -15,6 +15,7 @@ suppressed as (
         ],
         lines=['quarter'],
         order_by='spend_category',
+        keep=['quarter', 'spend_category'],
     ) }}
 ),
 
@@ -30,7 +31,7 @@ final as (
         discount_usd,
         training_hours,
         suppressed,
-        suppression_reason,
+        suppression_reason
     from suppressed
 )
 

@@ -33,7 +33,7 @@ periods as (
     select distinct
         'quarter' as period_type,
         quarter as period_start,
-        last_day(quarter + interval 2 month)::date as period_end,
+        {{ month_end_of("quarter + interval '2' month") }}::date as period_end
     from months
     -- a quarter that starts before the data does would count everyone hired in its first
     -- weeks as a hire of the quarter and miss their separations: no row for it
@@ -46,7 +46,7 @@ stint_periods as (
         p.period_type,
         p.period_start,
         p.period_end,
-        s.*,
+        s.*
     from periods as p
     inner join stints as s
         on
@@ -58,7 +58,7 @@ person_periods as (
     select
         period_type,
         period_start,
-        any_value(period_end) as period_end,
+        {{ any_value_of('period_end') }} as period_end,
         person_key,
         max(case when stint_from < period_start then 1 else 0 end) as in_start,
         max(case when stint_to > period_end then 1 else 0 end) as in_end,
@@ -70,7 +70,7 @@ person_periods as (
         count(*) filter (where stint_to <= period_end and ends_with_separation and separation_type not in ('voluntary', 'involuntary')) as other_separations,
         count(*) filter (where stint_to <= period_end and ends_with_separation and regrettable) as regrettable_separations,
         count(*) filter (where stint_to <= period_end and not ends_with_separation) as transfers_out,
-        max(least(stint_to, period_end)) as attributed_on,
+        max(least(stint_to, period_end)) as attributed_on
     from stint_periods
     group by period_type, period_start, person_key
 ),
@@ -80,7 +80,7 @@ attributed as (
         pp.*,
         h.team,
         h.role_family,
-        h.skill_level::varchar as level,
+        h.skill_level::{{ text_type() }} as level,
         case
             when exists (
                 select 1 from cert_intervals as c
@@ -90,7 +90,7 @@ attributed as (
                     and (c.valid_to is null or c.valid_to >= pp.attributed_on)
             ) then 'certified'
             else 'not_certified'
-        end as certification_status,
+        end as certification_status
     from person_periods as pp
     left join history as h
         on
@@ -122,17 +122,17 @@ counts as (
         sum(other_separations)::bigint as other_separations,
         sum(regrettable_separations)::bigint as regrettable_separations,
         sum(transfers_out)::bigint as transfers_out,
-        sum(in_end)::bigint as headcount_end,
+        sum(in_end)::bigint as headcount_end
     from segmented
-    group by all
+    group by period_type, period_start, segment_type, coalesce(segment_value, 'unknown')
 ),
 
 rates as (
     select
         *,
-        (headcount_start + headcount_end) / 2.0 as average_headcount,
-        separations / nullif((headcount_start + headcount_end) / 2.0, 0) as turnover_rate,
-        voluntary_separations / nullif((headcount_start + headcount_end) / 2.0, 0) as voluntary_turnover_rate,
+        {{ divide('headcount_start + headcount_end', '2.0') }} as average_headcount,
+        {{ divide('separations', 'nullif((headcount_start + headcount_end) / 2.0, 0)') }} as turnover_rate,
+        {{ divide('voluntary_separations', 'nullif((headcount_start + headcount_end) / 2.0, 0)') }} as voluntary_turnover_rate
     from counts
 ),
 
@@ -164,14 +164,14 @@ final as (
         case
             when period_type = 'month' and segment_type = 'all' and count(*) over w12 = 12
                 then
-                    (1 - sum(separations) over w12 / nullif(avg(headcount_end) over w12, 0))
+                    (1 - {{ divide('sum(separations) over w12', 'nullif(avg(headcount_end) over w12, 0)') }})
         end as rolling_12m_retention,
-        greatest(headcount_start, headcount_end) >= {{ min_group_size() }} as group_size_ok,
+        greatest(headcount_start, headcount_end) >= {{ min_group_size() }} as group_size_ok
     from rates
     window w12 as (
         partition by period_type, segment_type, segment_value
         order by period_start
-        range between interval 11 month preceding and current row
+        range between interval '11' month preceding and current row
     )
 )
 

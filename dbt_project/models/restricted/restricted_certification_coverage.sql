@@ -18,7 +18,7 @@ requirements as (
     select
         fleet_size_class,
         role_family,
-        list_transform(string_split(required_certification_codes, ';'), lambda x: upper(trim(x))) as required_codes,
+        {{ split_codes('required_certification_codes') }} as required_codes
     from {{ ref('team_template_requirements') }}
 ),
 
@@ -27,14 +27,14 @@ required_codes_by_size as (
     select
         role_family,
         fleet_size_class,
-        unnest(required_codes) as certification_code,
+        {{ unnest_list('required_codes') }} as certification_code
     from requirements
 ),
 
 codes_at_every_size as (
     select
         role_family,
-        certification_code,
+        certification_code
     from required_codes_by_size
     group by role_family, certification_code
     having count(distinct fleet_size_class) = (select count(distinct r.fleet_size_class) from requirements as r)
@@ -43,7 +43,7 @@ codes_at_every_size as (
 requirements_any_size as (
     select
         role_family,
-        list(certification_code order by certification_code) as required_codes,
+        {{ sorted_list('certification_code') }} as required_codes
     from codes_at_every_size
     group by role_family
 ),
@@ -72,17 +72,17 @@ people as (
         case
             when p.role_family is not null
                 then coalesce(
-                    list_has_all(
-                        p.active_certification_codes,
-                        coalesce(r.required_codes, ra.required_codes)
-                    ),
+                    {{ list_has_all_of(
+                        'p.active_certification_codes',
+                        'coalesce(r.required_codes, ra.required_codes)'
+                    ) }},
                     true
                 )
         end as fully_compliant,
         case
-            when fa.first_issued_on <= p.month + interval 1 month - interval 1 day
-                then datediff('day', fh.first_hire_date, fa.first_issued_on) / 30.4375
-        end as months_to_first_cert,
+            when fa.first_issued_on <= p.month + interval '1' month - interval '1' day
+                then {{ divide(days_between('fh.first_hire_date', 'fa.first_issued_on'), '30.4375') }}
+        end as months_to_first_cert
     from panel as p
     left join requirements as r
         on
@@ -103,17 +103,17 @@ exam_counts as (
         a.person_key,
         date_trunc('month', a.exam_date)::date as month,
         count(*) as exam_attempts,
-        count(*) filter (where a.result = 'pass') as exam_passes,
+        count(*) filter (where a.result = 'pass') as exam_passes
     from attempts as a
     where a.person_key is not null
-    group by all
+    group by a.person_key, date_trunc('month', a.exam_date)::date
 ),
 
 people_with_exams as (
     select
         p.*,
         coalesce(e.exam_attempts, 0) as exam_attempts,
-        coalesce(e.exam_passes, 0) as exam_passes,
+        coalesce(e.exam_passes, 0) as exam_passes
     from people as p
     left join exam_counts as e
         on
@@ -133,7 +133,7 @@ segmented as (
 final as (
     select
         -- grain: the state on the month's last day
-        last_day(month)::date as month_end,
+        {{ month_end_of('month') }}::date as month_end,
         segment_type,
         coalesce(segment_value, 'unknown') as segment_value,
         -- counts
@@ -141,14 +141,14 @@ final as (
         count(*) filter (where is_certified) as any_cert_headcount,
         count(*) filter (where fully_compliant) as required_cert_compliant_headcount,
         -- shares (0-1)
-        count(*) filter (where is_certified) / count(*) as any_cert_share,
-        count(*) filter (where fully_compliant) / nullif(count(fully_compliant), 0) as required_cert_compliance_share,
+        {{ divide('count(*) filter (where is_certified)', 'count(*)') }} as any_cert_share,
+        {{ divide('count(*) filter (where fully_compliant)', 'nullif(count(fully_compliant), 0)') }} as required_cert_compliance_share,
         sum(expiring_next_90d)::bigint as expiring_next_90d,
-        median(months_to_first_cert) as median_months_to_first_cert,
+        {{ median_of('months_to_first_cert') }} as median_months_to_first_cert,
         sum(exam_attempts)::bigint as exam_attempts,
         sum(exam_passes)::bigint as exam_passes,
-        sum(exam_passes) / nullif(sum(exam_attempts), 0) as exam_pass_rate,
-        count(*) >= {{ min_group_size() }} as group_size_ok,
+        {{ divide('sum(exam_passes)', 'nullif(sum(exam_attempts), 0)') }} as exam_pass_rate,
+        count(*) >= {{ min_group_size() }} as group_size_ok
     from segmented
     group by month, segment_type, coalesce(segment_value, 'unknown')
 )

@@ -11,7 +11,7 @@ final as (
         {{ exact_sum('hours') }} as hours,
         {{ exact_sum('cost_usd') }} as cost_usd,
         {{ exact_sum('cost_usd') }} / nullif({{ exact_sum('hours') }}, 0) as average_rate_usd,
-        count(distinct engagement_id) as engagements,
+        count(distinct engagement_id) as engagements
     from hours
     group by month
 )

@@ -10,17 +10,23 @@ spells as (
     select * from {{ ref('int_employment_spells') }}
 ),
 
-latest as (
-    select *
+ranked as (
+    select
+        *,
+        row_number() over (partition by person_key order by month desc) as recency
     from panel
-    qualify row_number() over (partition by person_key order by month desc) = 1
+),
+
+latest as (
+    select * from ranked
+    where recency = 1
 ),
 
 spell_summary as (
     select
         person_key,
         date_trunc('month', min(hire_date))::date as first_hire_month,
-        count(*) as employment_spells,
+        count(*) as employment_spells
     from spells
     group by person_key
 ),
@@ -37,7 +43,7 @@ final as (
         l.active_at_month_end and l.month = (select max(p.month) from panel as p) as is_active,
         s.first_hire_month,
         s.employment_spells,
-        l.first_certified_month,
+        l.first_certified_month
     from latest as l
     left join spell_summary as s
         on s.person_key = l.person_key

@@ -15,9 +15,16 @@ teams as (
     select cluster from fleet
 ),
 
+ranked_fleet as (
+    select
+        *,
+        row_number() over (partition by cluster order by month desc) as recency
+    from fleet
+),
+
 latest_fleet as (
-    select * from fleet
-    qualify row_number() over (partition by cluster order by month desc) = 1
+    select * from ranked_fleet
+    where recency = 1
 ),
 
 headcount as (
@@ -36,7 +43,7 @@ final as (
         f.gpu_count as current_gpu_count,
         f.fleet_size_class as current_fleet_size_class,
         coalesce(h.current_headcount, 0) as current_headcount,
-        f.cluster is not null as runs_cluster,
+        f.cluster is not null as runs_cluster
     from teams as t
     left join latest_fleet as f on f.cluster = t.team
     left join headcount as h on h.team = t.team

@@ -18,9 +18,9 @@ final as (
         -- people behind the row: distinct primary responders linked to an employee
         count(distinct person_key) as responders,
         coalesce({{ exact_sum('downtime_minutes') }}, 0) as downtime_minutes,
-        coalesce({{ exact_sum('gpus_affected * downtime_minutes') }} / 60.0, 0) as gpu_hours_lost,
+        coalesce({{ exact_sum('gpus_affected * downtime_minutes') }} / 60.0, 0) as gpu_hours_lost
     from incidents
-    group by all
+    group by 1, 2
 )
 
 select * from final

@@ -14,7 +14,7 @@ with panel as (
             when month < first_certified_month then 'not_yet_certified'
             else 'lapsed'
         end as certification_status,
-        date_trunc('quarter', month)::date as quarter,
+        date_trunc('quarter', month)::date as quarter
     from {{ ref('int_engineer_months') }}
 ),
 
@@ -23,7 +23,7 @@ responses as (
         r.*,
         p.certification_status,
         p.quarter,
-        p.months_since_first_cert,
+        p.months_since_first_cert
     from {{ ref('int_incident_responses') }} as r
     inner join panel as p
         on
@@ -46,9 +46,9 @@ exposure as (
         certification_status,
         relative_month,
         count(distinct person_key) as engineers,
-        {{ exact_sum('exposure_months') }} as engineer_months,
+        {{ exact_sum('exposure_months') }} as engineer_months
     from panel_rows
-    group by all
+    group by breakdown, quarter, certification_status, relative_month
 ),
 
 outcomes as (
@@ -59,15 +59,15 @@ outcomes as (
         relative_month,
         count(*) as incidents,
         count(resolve_minutes) as resolved_incidents,
-        median(resolve_minutes) as mttr_median_minutes,
-        {{ exact_avg('resolve_minutes') }} as mttr_mean_minutes,
+        {{ median_of('resolve_minutes') }} as mttr_median_minutes,
+        {{ exact_avg('resolve_minutes') }} as mttr_mean_minutes
     from response_rows
-    group by all
+    group by breakdown, quarter, certification_status, relative_month
 ),
 
 final as (
     select
-        md5(concat_ws('|', e.breakdown, coalesce(e.quarter::varchar, '-'), e.certification_status, coalesce(e.relative_month::varchar, '-'))) as row_key,
+        md5(concat_ws('|', e.breakdown, coalesce(e.quarter::{{ text_type() }}, '-'), e.certification_status, coalesce(e.relative_month::{{ text_type() }}, '-'))) as row_key,
         e.breakdown,
         e.quarter,
         e.certification_status,
@@ -79,7 +79,7 @@ final as (
         o.mttr_median_minutes,
         o.mttr_mean_minutes,
         coalesce(o.resolved_incidents, 0) as resolved_incidents,
-        e.engineers >= {{ min_group_size() }} as group_size_ok,
+        e.engineers >= {{ min_group_size() }} as group_size_ok
     from exposure as e
     left join outcomes as o
         on

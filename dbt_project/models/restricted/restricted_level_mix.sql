@@ -9,13 +9,13 @@ with panel as (
 
 final as (
     select
-        last_day(month)::date as month_end,
+        {{ month_end_of('month') }}::date as month_end,
         coalesce(role_family, 'unknown') as role_family,
         skill_level,
         count(*) as headcount,
-        count(*) >= {{ min_group_size() }} as group_size_ok,
+        count(*) >= {{ min_group_size() }} as group_size_ok
     from panel
-    group by all
+    group by 1, 2, 3
 )
 
 select * from final

@@ -14,7 +14,7 @@ fleet as (
 template as (
     select
         *,
-        list_transform(string_split(required_certification_codes, ';'), lambda x: upper(trim(x))) as required_codes,
+        {{ split_codes('required_certification_codes') }} as required_codes
     from {{ ref('team_template_requirements') }}
 ),
 
@@ -25,17 +25,24 @@ team_months as (
     from panel where team is not null
 ),
 
+-- each person against the template of their team's fleet size class and their role
 actual as (
     select
         p.month,
         p.team,
         p.role_family,
         count(*) as headcount,
-        list(p.skill_level) as levels,
-        list(p.active_certification_codes) as code_lists,
+        count(*) filter (where p.skill_level between t.level_min and t.level_max) as headcount_in_level_band,
+        count(*) filter (
+            where {{ list_has_all_of('p.active_certification_codes', 'coalesce(t.required_codes, ' ~ empty_text_list() ~ ')') }}
+        ) as required_cert_compliant_headcount
     from panel as p
+    left join fleet as f
+        on f.cluster = p.team and f.month = p.month
+    left join template as t
+        on t.fleet_size_class = f.fleet_size_class and t.role_family = p.role_family
     where p.team is not null
-    group by all
+    group by p.month, p.team, p.role_family
 ),
 
 template_rows as (
@@ -65,7 +72,7 @@ grid as (
 
 final as (
     select
-        last_day(g.month)::date as month_end,
+        {{ month_end_of('g.month') }}::date as month_end,
         g.team,
         coalesce(g.role_family, 'unknown') as role_family,
         f.fleet_size_class,
@@ -75,11 +82,10 @@ final as (
         coalesce(t.headcount, 0) - coalesce(a.headcount, 0) as headcount_gap,
         t.level_min,
         t.level_max,
-        -- (RF02: sqlfluff reads the lambda parameters l and c as unqualified columns)
-        coalesce(len(list_filter(a.levels, lambda l: l between t.level_min and t.level_max)), 0) as headcount_in_level_band,  -- noqa: RF02
+        coalesce(a.headcount_in_level_band, 0) as headcount_in_level_band,
         t.required_certification_codes,
-        coalesce(len(list_filter(a.code_lists, lambda c: list_has_all(c, coalesce(t.required_codes, []::varchar[])))), 0) as required_cert_compliant_headcount,  -- noqa: RF02
-        coalesce(a.headcount, 0) >= {{ min_group_size() }} as group_size_ok,
+        coalesce(a.required_cert_compliant_headcount, 0) as required_cert_compliant_headcount,
+        coalesce(a.headcount, 0) >= {{ min_group_size() }} as group_size_ok
     from grid as g
     left join actual as a
         on a.month = g.month and a.team = g.team and a.role_family is not distinct from g.role_family

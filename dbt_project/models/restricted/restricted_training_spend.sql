@@ -33,7 +33,7 @@ course_rows as (
         e.status in ('completed', 'passed') as completed,
         coalesce(e.charged_usd, c.list_price_usd, 0) as spend_usd,
         coalesce(c.list_price_usd, e.charged_usd, 0) as list_price_usd,
-        coalesce(e.hours_spent, case when e.status in ('completed', 'passed') then c.nominal_hours end, 0) as training_hours,
+        coalesce(e.hours_spent, case when e.status in ('completed', 'passed') then c.nominal_hours end, 0) as training_hours
     from enrolments as e
     inner join history as h
         on
@@ -51,7 +51,7 @@ exam_rows as (
         a.result = 'pass' as completed,
         coalesce(a.exam_fee_usd, k.exam_fee_usd, 0) as spend_usd,
         coalesce(k.exam_fee_usd, a.exam_fee_usd, 0) as list_price_usd,
-        0.0 as training_hours,
+        0.0 as training_hours
     from attempts as a
     inner join history as h
         on
@@ -78,9 +78,9 @@ final as (
         {{ exact_sum('list_price_usd') }} as list_price_usd,
         {{ exact_sum('list_price_usd') }} - {{ exact_sum('spend_usd') }} as discount_usd,
         {{ exact_sum('training_hours') }} as training_hours,
-        count(distinct person_key) >= {{ min_group_size() }} as group_size_ok,
+        count(distinct person_key) >= {{ min_group_size() }} as group_size_ok
     from all_rows
-    group by all
+    group by quarter, spend_category
 )
 
 select * from final

@@ -9,7 +9,7 @@ renamed as (
         as_of_date,
         site,
         gpu_model,
-        gpu_count,
+        gpu_count
     from source
 )
 

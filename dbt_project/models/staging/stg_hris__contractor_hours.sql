@@ -11,7 +11,7 @@ renamed as (
         team,
         hours,
         hourly_rate_usd,
-        hours * hourly_rate_usd as cost_usd,
+        hours * hourly_rate_usd as cost_usd
     from source
 )
 

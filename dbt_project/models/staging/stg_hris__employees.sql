@@ -14,7 +14,7 @@ renamed as (
         -- attributes
         lower(trim(termination_type)) as termination_type,
         lower(trim(termination_reason)) as termination_reason,
-        regrettable,
+        regrettable
     from source
 )
 

@@ -19,7 +19,7 @@ renamed as (
         site,
         lower(trim(employment_type)) as employment_type,
         fte,
-        lower(trim(change_reason)) as change_reason,
+        lower(trim(change_reason)) as change_reason
     from source
 )
 

@@ -8,19 +8,27 @@ normalised as (
     select
         employee_id,
         lower(trim(work_email)) as email_normalised,
-        hire_date,
+        hire_date
     from employees
     where work_email is not null
+),
+
+ranked as (
+    select
+        email_normalised,
+        employee_id,
+        row_number() over (
+            partition by email_normalised order by hire_date desc, employee_id asc
+        ) as recency
+    from normalised
 ),
 
 final as (
     select
         email_normalised,
-        pseudonym(employee_id) as person_key,
-    from normalised
-    qualify row_number() over (
-        partition by email_normalised order by hire_date desc, employee_id asc
-    ) = 1
+        pseudonym(employee_id) as person_key
+    from ranked
+    where recency = 1
 )
 
 select * from final

@@ -8,7 +8,7 @@ with employees as (
 named as (
     select distinct
         employee_id,
-        pseudonym({{ normalised_name("first_name || ' ' || last_name") }}) as name_key,
+        pseudonym({{ normalised_name("first_name || ' ' || last_name") }}) as name_key
     from employees
     where first_name is not null and last_name is not null
 ),
@@ -17,7 +17,7 @@ grouped as (
     select
         name_key,
         min(employee_id) as employee_id,
-        count(distinct employee_id) as people,
+        count(distinct employee_id) as people
     from named
     group by name_key
 ),
@@ -26,7 +26,7 @@ final as (
     select
         name_key,
         case when people = 1 then pseudonym(employee_id) end as person_key,
-        people > 1 as is_ambiguous,
+        people > 1 as is_ambiguous
     from grouped
 )
 

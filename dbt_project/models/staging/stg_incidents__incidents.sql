@@ -18,10 +18,10 @@ renamed as (
         -- numerics
         gpus_affected,
         -- no downtime column in the export: opened to resolved
-        coalesce(downtime_minutes, date_diff('second', opened_at, resolved_at) / 60.0)
+        coalesce(downtime_minutes, {{ seconds_between('opened_at', 'resolved_at') }} / 60.0)
             as downtime_minutes,
-        date_diff('second', opened_at, acknowledged_at) / 60.0 as acknowledge_minutes,
-        date_diff('second', opened_at, resolved_at) / 60.0 as resolve_minutes,
+        {{ seconds_between('opened_at', 'acknowledged_at') }} / 60.0 as acknowledge_minutes,
+        {{ seconds_between('opened_at', 'resolved_at') }} / 60.0 as resolve_minutes
     from source
 )
 

@@ -18,7 +18,7 @@ keyed as (
         role,
         assigned_at,
         lower(trim(responder_email)) as email_normalised,
-        pseudonym({{ normalised_name('responder_name') }}) as name_key,
+        pseudonym({{ normalised_name('responder_name') }}) as name_key
     from source
 ),
 
@@ -37,7 +37,7 @@ linked as (
             else 'unmatched'
         end as link_method,
         lower(trim(k.role)) as role,
-        k.assigned_at,
+        k.assigned_at
     from keyed as k
     left join emails as e
         on k.email_normalised = e.email_normalised

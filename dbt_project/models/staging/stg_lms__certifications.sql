@@ -22,7 +22,7 @@ linked as (
         s.expires_on,
         -- numerics
         s.score,
-        s.exam_fee_usd,
+        s.exam_fee_usd
     from source as s
     left join emails as e
         on e.email_normalised = lower(trim(s.learner_email))

@@ -11,7 +11,7 @@ renamed as (
         lower(trim(programme_type)) as programme_type,
         hours as nominal_hours,
         cost_usd as list_price_usd,
-        upper(trim(certification_code)) as certification_code,
+        upper(trim(certification_code)) as certification_code
     from source
 )
 

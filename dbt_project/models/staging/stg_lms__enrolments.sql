@@ -22,7 +22,7 @@ linked as (
         -- numerics
         s.cost_usd as charged_usd,
         s.hours_spent,
-        s.score,
+        s.score
     from source as s
     left join emails as e
         on e.email_normalised = lower(trim(s.learner_email))
