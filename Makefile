@@ -86,12 +86,17 @@ postgres-stop: setup
 # The whole pipeline with dbt on PostgreSQL, and the dbt project on Spark (a local session, Java
 # 17), each compared with DuckDB row for row: minutes of pipeline, of dbt-postgres and of Spark's
 # per-statement overhead, so not part of `make test`; .ci/run runs it after (with `make postgres`).
+# Spark comes with the `spark` extra (pyproject.toml), installed here only.
 test-targets: setup
-	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
-	$(UV) run pytest -m targets
+	$(UV) sync --frozen --compile-bytecode --extra spark
+	@rm -f .venv/.synced  # the next `make setup` syncs the environment back without the extra
+	$(UV) run --frozen --extra spark python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
+	$(UV) run --frozen --extra spark pytest -m targets
 
 test-spark: setup
-	$(UV) run pytest -m spark
+	$(UV) sync --frozen --compile-bytecode --extra spark
+	@rm -f .venv/.synced
+	$(UV) run --frozen --extra spark pytest -m spark
 
 clean:
 	rm -rf $(WAREHOUSE) dashboards/reports bench/scratch .pytest_cache dbt_project/target dbt_project/logs

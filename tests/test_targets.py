@@ -14,12 +14,23 @@ import jinja2
 import pytest
 
 from pipelines.lib import postgres, targets
+from pipelines.lib import settings as settings_module
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings, SettingsError
 
 
 def settings(tmp_path: Path, **fields) -> Settings:
     return Settings(sources_dir=tmp_path / "s", warehouse_dir=tmp_path / "w", **fields)
+
+
+def test_spark_without_its_extra_is_refused_with_the_command_that_installs_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(settings_module, "_spark_installed", lambda: False)
+    with pytest.raises(SettingsError, match="uv sync --extra spark"):
+        settings(tmp_path, build_target="spark")
+    monkeypatch.setattr(settings_module, "_spark_installed", lambda: True)
+    assert settings(tmp_path, build_target="spark").build_target == "spark"
 
 
 @pytest.mark.parametrize(
@@ -57,7 +68,8 @@ def test_target_settings_come_from_the_environment_and_flags_win(tmp_path):
     assert Settings.from_env(env, build_target="duckdb").build_target == "duckdb"
 
 
-def test_dbt_gets_the_target_and_the_key_out_of_band(tmp_path):
+def test_dbt_gets_the_target_and_the_key_out_of_band(tmp_path, monkeypatch):
+    monkeypatch.setattr(settings_module, "_spark_installed", lambda: True)
     key = "a key with spaces, a back\\slash and a 'quote'"
     duck = settings(tmp_path, pseudonym_key=key)
     assert targets.dbt_target_env(duck) == {"DBT_TARGET": "dev"}

@@ -23,6 +23,12 @@ from pipelines.lib import project_files
 DEMO_PSEUDONYM_KEY = "talent-metrics-demo-key-not-secret"
 
 
+def _spark_installed() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("pyspark") is not None and find_spec("dbt.adapters.spark") is not None
+
+
 class SettingsError(ValueError):
     """A setting has a value the product cannot use; the message says which and what to set."""
 
@@ -84,6 +90,11 @@ class Settings:
             problems.append(
                 "the build target postgres needs the database to build in: set TALENT_BUILD_DSN "
                 "(or --build-dsn), e.g. postgresql://talent@127.0.0.1:55432/talent_build."
+            )
+        if self.build_target == "spark" and not _spark_installed():
+            problems.append(
+                "the build target spark needs dbt-spark and pyspark, the `spark` extra: "
+                "`uv sync --extra spark` (or `pip install 'talent-metrics[spark]'`)."
             )
         for name, var in (("publish_dsn", "TALENT_PUBLISH_DSN"), ("build_dsn", "TALENT_BUILD_DSN")):
             value = getattr(self, name)
