@@ -23,6 +23,10 @@ from pipelines.progress import ExportLoad, run_config, watch
 __all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
 
+# a planted check that no run has evaluated yet (in `checks_kept`, for want of a run id)
+NOT_EVALUATED = "never evaluated"
+
+
 @dataclass
 class Failure:
     kind: str  # "asset" or "check"
@@ -85,14 +89,21 @@ class RunOutcome:
         checks = (
             self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
         )
+        stood = {c: run for c, run in self.checks_kept.items() if run != NOT_EVALUATED}
         if checks or self.checks_kept:
             lines.append(
                 f"Checks: {checks} evaluated, {self.checks_passed} passed, "
                 f"{len(self.warnings)} warned, {sum(f.kind == 'check' for f in self.failures)} failed"
                 + (
-                    f"; {len(self.checks_kept)} not evaluated again, their data unchanged: "
-                    f"the evaluation of {_by_run(self.checks_kept)} stands"
-                    if self.checks_kept
+                    f"; {len(stood)} not evaluated again, their data unchanged: "
+                    f"the evaluation of {_by_run(stood)} stands"
+                    if stood
+                    else ""
+                )
+                + (
+                    f"; {len(self.checks_kept) - len(stood)} never evaluated (their step "
+                    "failed or did not run)"
+                    if len(stood) < len(self.checks_kept)
                     else ""
                 )
             )
@@ -217,7 +228,8 @@ def _checks_kept(instance, result) -> dict[str, str]:
             continue
         check_key = dg.AssetCheckKey(data.asset_key, data.check_name)
         _, run_id = last_evaluation(instance, check_key)
-        kept[check_key.to_user_string()] = run_id or "none"
+        # never evaluated: its step failed or did not run, so no evaluation stands for it
+        kept[check_key.to_user_string()] = run_id or NOT_EVALUATED
     return kept
 
 

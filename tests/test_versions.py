@@ -194,3 +194,24 @@ def test_each_setting_changes_the_code_version_of_what_reads_it(tmp_path):
     assert {"marts/attrition", "marts/certification_effect", "warehouse/published"} <= moved[
         "group size"
     ]
+
+
+def test_a_check_no_run_has_evaluated_is_not_said_to_stand_from_a_run():
+    """A first run whose step failed plans checks that never ran: the summary names them as
+    never evaluated, not as kept from a run 'none'."""
+    from pipelines.execution import NOT_EVALUATED, RunOutcome
+
+    outcome = RunOutcome(
+        success=False,
+        checks_passed=3,
+        checks_kept={
+            "marts/attrition:unique_key": NOT_EVALUATED,
+            "raw/employees:quality_suite": "abcdef1234567890",
+        },
+    )
+    text = outcome.describe()
+    assert "1 not evaluated again, their data unchanged: the evaluation of run abcdef12 stands" in (
+        text
+    )
+    assert "1 never evaluated (their step failed or did not run)" in text
+    assert "run none" not in text and "run never" not in text
