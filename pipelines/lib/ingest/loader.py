@@ -278,15 +278,7 @@ def _discover_contract_named(
         if rec.profile.output(export) is not None:
             found.deliveries.append(Delivery(export, period, version, path, feeds=(export,)))
         return
-    output = rec.profile.output(export)
-    if output is None:
-        return
-    absent = absent_sources(output, header)
-    if absent:
-        found.not_loaded[f"{rel} as {export}"] = (
-            f"read as {rec.profile.name}, but the header cannot give {export}: it lacks "
-            f"{'; '.join(absent)}; the file's other exports still load"
-        )
+    if not _gives(rec.profile, export, header, rel, found):
         return
     source = "file name"
     if setting is not None and setting.period:
@@ -298,6 +290,23 @@ def _discover_contract_named(
         f"named like our {named} export, but the header is a {rec.profile.vendor} export: "
         f"{rec.reason}"
     )
+
+
+def _gives(profile: Profile, export: str, header, rel: str, found: Discovery) -> bool:
+    """True when the recognised profile's header can give `export`. A profile without that
+    export says nothing; one whose header lacks a column for it is named with what it lacks
+    (e.g. an HRIS report without a division: its employees load, its job records cannot)."""
+    output = profile.output(export)
+    if output is None:
+        return False
+    absent = absent_sources(output, header)
+    if absent:
+        found.not_loaded[f"{rel} as {export}"] = (
+            f"read as {profile.name}, but the header cannot give {export}: it lacks "
+            f"{'; '.join(absent)}; the file's other exports still load"
+        )
+        return False
+    return True
 
 
 def _not_a_delivery(path: Path) -> str | None:
@@ -338,16 +347,7 @@ def _discover_vendor_file(
         found.unknown.append(rel)
         found.not_loaded[rel] = rec.reason + _closest_note(rec.closest)
         return
-    output = rec.profile.output(export)
-    if output is None:
-        return
-    absent = absent_sources(output, header)
-    if absent:
-        # e.g. an HRIS report without a division: its employees load, its job records cannot
-        found.not_loaded[f"{rel} as {export}"] = (
-            f"read as {rec.profile.name}, but the header cannot give {export}: it lacks "
-            f"{'; '.join(absent)}; the file's other exports still load"
-        )
+    if not _gives(rec.profile, export, header, rel, found):
         return
     period, source = period_from_name(path.name), "file name"
     if setting is not None and setting.period:
