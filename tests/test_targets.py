@@ -201,3 +201,29 @@ def test_a_dsn_naming_a_password_or_a_missing_setting_is_refused_before_anything
         assert proc.returncode == 2, proc.stderr
         assert message in proc.stderr
         assert not (tmp_path / "w" / "raw.duckdb").exists()
+
+
+def test_a_checkout_the_server_user_cannot_enter_keeps_the_server_files_outside_it(tmp_path):
+    """A clone in a private folder (`mktemp -d` is 0700) is closed to the `postgres` user that
+    runs the server: its data, socket and log go to a folder of their own, found again later."""
+    import os
+    import pwd
+    import shutil
+
+    from tools.postgres_server import server_dir
+
+    if os.geteuid() != 0:
+        pytest.skip("only root starts the server as another user")
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user (apt-get install postgresql)")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    folder = private / ".postgres"
+    home = server_dir(folder)
+    try:
+        assert home != folder and home.parent == Path("/var/tmp")
+        assert server_dir(folder) == home  # stop and status find it again
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,7 +1,9 @@
 """A local PostgreSQL server for development and tests (`make postgres`, `make postgres-stop`).
 
 Debian's PostgreSQL binaries, run as the unprivileged `postgres` user when started by root (the
-server refuses to run as root), with its data, socket and log in `.postgres/` of the checkout,
+server refuses to run as root), with its data, socket and log in `.postgres/` of the checkout
+(or, when the `postgres` user cannot reach the checkout, as in a private `mktemp -d` folder, in a
+folder of its own under /var/tmp named after the checkout; `.postgres/server-dir` says where),
 listening on 127.0.0.1 only, on a port of its own (`POSTGRES_PORT`, default 55432) so that it
 does not collide with a server another checkout runs.
 
@@ -27,6 +29,7 @@ the environment, which is where `talent run` reads a password from (`PGPASSWORD`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import pwd
 import secrets
@@ -96,8 +99,32 @@ def _owned_dir(path: Path) -> None:
     path.chmod(0o700)
 
 
+def server_dir(folder: Path) -> Path:
+    """Where the server's data, socket and log live: `folder` (`.postgres/` of the checkout) when
+    the server user can reach it, else `/var/tmp/talent-postgres-<hash of folder>` (recorded in
+    `folder/server-dir`, so that stop and status find it)."""
+    pointer = folder / "server-dir"
+    if pointer.exists():
+        return Path(pointer.read_text().strip())
+    if os.geteuid() != 0 or _server_user_reaches(folder.parent):
+        return folder
+    key = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    home = Path("/var/tmp") / f"talent-postgres-{key}"
+    home.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    pointer.write_text(f"{home}\n")
+    return home
+
+
+def _server_user_reaches(path: Path) -> bool:
+    """True when the server user can enter `path` (every folder above it lets others pass)."""
+    proc = subprocess.run(_as_server_user(["test", "-x", str(path)]), cwd="/")
+    return proc.returncode == 0
+
+
 def _run(argv: list[str], *, stdin: str | None = None) -> str:
-    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True)
+    # cwd /: the server user may not be allowed into the caller's working directory
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd="/")
     if proc.returncode != 0:
         raise ServerError(
             f"{shlex.join(argv[:6])} ... failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
@@ -175,7 +202,8 @@ def start(folder: Path, port: int) -> Path:
     """initdb (once), start the server, provision roles and databases, write `.postgres/env`."""
     bins = bin_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    data, socket = folder / "data", folder / "socket"
+    home = server_dir(folder)
+    data, socket = home / "data", home / "socket"
     _owned_dir(socket)
     if not (data / "PG_VERSION").exists():
         _owned_dir(data)
@@ -197,7 +225,7 @@ def start(folder: Path, port: int) -> Path:
                 ]
             )
         )
-    log = folder / "server.log"
+    log = home / "server.log"
     if not log.exists():
         log.touch()
         ids = _server_uid_gid()
@@ -254,13 +282,14 @@ def _running(bins: Path, data: Path) -> bool:
         _as_server_user([str(bins / "pg_ctl"), "-D", str(data), "status"]),
         capture_output=True,
         text=True,
+        cwd="/",
     )
     return proc.returncode == 0
 
 
 def stop(folder: Path) -> bool:
     bins = bin_dir()
-    data = folder / "data"
+    data = server_dir(folder) / "data"
     if not _running(bins, data):
         return False
     _run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]))
@@ -281,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             values = read_env_file(env_file)
             print(
                 f"PostgreSQL is running on 127.0.0.1:{values['TALENT_PG_PORT']} "
-                f"(data in {args.dir}/data).\n"
+                f"(data in {server_dir(args.dir.resolve()) / 'data'}).\n"
                 f"  source {env_file}   # port, passwords and DSNs into this shell\n"
                 f"  databases: {SERVING_DB} (published marts), {BUILD_DB} (dbt builds), "
                 f"{DAGSTER_DB} (Dagster's storage)\n"
@@ -291,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "stop":
             print("stopped" if stop(args.dir.resolve()) else "not running")
         else:
-            running = _running(bin_dir(), args.dir.resolve() / "data")
+            running = _running(bin_dir(), server_dir(args.dir.resolve()) / "data")
             print("running" if running else "not running")
             return 0 if running else 1
     except ServerError as exc:
