@@ -262,17 +262,19 @@ def generate_docs(s: Settings) -> list[Path]:
     """Render the site into `<warehouse>/docs/`: `--static` gives one self-contained page that
     opens from disk (the plain site fetches its JSON, which browsers refuse over file://);
     `--no-compile --empty-catalog` document the parsed project without opening a database (the
-    column descriptions come from the yml files, which document every column)."""
+    column descriptions come from the yml files, which document every column).
+
+    It runs in the warehouse's build target folder, with the build's profile and vars: the
+    parse it leaves there is the one the build reuses (partial parsing), so a fresh warehouse
+    parses the project once for both. Steps run one after another in the run's process, so the
+    two never share the folder at the same time."""
     import subprocess
 
-    target = s.docs_dir.parent / "build" / "dbt-docs-target"
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    parsed = Path(dbt_project.manifest_path)
-    shutil.copy2(parsed, target / "manifest.json")
-    partial = parsed.parent / "partial_parse.msgpack"
-    if partial.exists():
-        shutil.copy2(partial, target / "partial_parse.msgpack")
+    target = target_dir(s)
+    target.mkdir(parents=True, exist_ok=True)
+    # `docs generate --no-compile` documents the manifest it finds in the target folder: the
+    # project's own parse (`ensure_manifest`), never a build's older one
+    shutil.copy2(dbt_project.manifest_path, target / "manifest.json")
     command = [DBT_EXECUTABLE, "docs", "generate", "--static", "--no-compile", "--empty-catalog"]
     command += ["--target-path", str(target), "--project-dir", str(dbt_project.project_dir)]
     command += ["--profiles-dir", str(dbt_project.profiles_dir or dbt_project.project_dir)]
@@ -290,5 +292,4 @@ def generate_docs(s: Settings) -> list[Path]:
     for name in DOCS_FILES:
         shutil.copy2(target / name, s.docs_dir / name)
         copied.append(s.docs_dir / name)
-    shutil.rmtree(target, ignore_errors=True)
     return copied
