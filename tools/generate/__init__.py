@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.lib.contracts import EXPORTS
+from tools.generate import reference as ref
 from tools.generate.model import PlantedModel
 from tools.generate.simulate import INFRA, Simulation, month_starts
 from tools.generate.writer import DirtPlan, ExportWriter
@@ -51,7 +52,61 @@ MODEL_NOTES = {
     "(1 - certified share of the team at month end)^contractor_share_exponent * LogNormal(0, 0.15)",
     "vendor_incidents": "vendor_primary_rate * fleet_index per cluster-month, primary responder from a vendor domain "
     "(unmatched in the HRIS); they carry no planted effect",
+    "programme_choice": "when an infrastructure employee starts preparing a certification (an episode), the "
+    "programme type is drawn from programme_probabilities over the types with a catalogue course for the "
+    "track (renormalised; other tracks are online only), the bootcamp and apprenticeship weights x "
+    "exp(-programme_level_selection*(level-3)) and the vendor_partnership weight x "
+    "exp(+programme_level_selection*(level-3)); the episode enrols, all on its first day, in the "
+    "programme's course (not for online) and in 1..n of the track's online courses, so the programme "
+    "is the highest-priority type among the track's enrolments within 90 days",
+    "vendor_discount": "vendor_partnership courses are charged list price x (1 - Uniform(vendor_discount_low, "
+    "vendor_discount_high)); other courses carry no charge (= list price)",
+    "time_to_certify": "months from the episode's first enrolment to the passing exam T ~ Weibull(shape "
+    "certify_time_shape, scale certify_time_scale_months[track] (else certify_time_scale_default) x "
+    "exp(certify_time_level_slope*(level at entry - 2)) x programme_time_ratio[programme]), rounded to "
+    "whole days (at least 1): a Weibull AFT with level and track recovers log programme_time_ratio; "
+    "course completions are drawn before the first attempt (compressed when longer), so they never "
+    "move T; engineers who leave before T, and T after the end of the data, are censored",
+    "first_attempt": "logit P(first attempt passes) = logit(exam_pass_base) + exam_pass_level_slope*(level at "
+    "entry - 2) + log(programme_pass_odds_ratio[programme]); a failed first attempt is sat at "
+    "T x Uniform(0.45, 0.8) (whole days) and the second attempt passes at T; renewal exams (the only "
+    "other attempts) always pass",
+    "programme_retention": "from the first month that starts after an episode's first day, the monthly voluntary "
+    "exit probability is x programme_exit_hazard_ratio[programme of the engineer's latest episode], on "
+    "top of attrition_hazard_ratio while certified (a direct effect: part of a programme's total "
+    "effect on exits also runs through certifying faster)",
+    "promotions": "monthly promotion probability promotion_hazard[level] for every employee (no minimum time "
+    "in level), x promotion_certified_hazard_ratio for infrastructure employees certified at the start "
+    "of the month; a promotion goes up two levels with promotion_skip_probability (at most to 5); "
+    "demotion_hazard per month one level down (levels 2-5, change_reason 'demotion'); pay on promotion "
+    "x1.08 clamped into the new band, on demotion clamped into the lower band",
+    "pay_below_band": "below_band_share of the infrastructure division's hires (incl. the people present at "
+    "the start) are paid the band's low end x (1 - Uniform(0.03, 0.15)); merit raises (30 % of "
+    "employees each April, x Uniform(1.02, 1.06), never above the band's top) follow the usual rules",
 }
+
+PROGRAMME_TRUTH = (
+    "programme_probabilities",
+    "programme_level_selection",
+    "vendor_discount_low",
+    "vendor_discount_high",
+    "certify_time_shape",
+    "certify_time_scale_months",
+    "certify_time_scale_default",
+    "certify_time_level_slope",
+    "programme_time_ratio",
+    "exam_pass_base",
+    "exam_pass_level_slope",
+    "programme_pass_odds_ratio",
+    "programme_exit_hazard_ratio",
+)
+CAREER_TRUTH = (
+    "promotion_hazard",
+    "promotion_certified_hazard_ratio",
+    "promotion_skip_probability",
+    "demotion_hazard",
+    "below_band_share",
+)
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
@@ -177,6 +232,14 @@ def generate_company(
             "dirt": dirt,
             "garbage_rows": garbage_rows,
         },
+        "programmes": {
+            **{k: getattr(model, k) for k in PROGRAMME_TRUTH},
+            "reference_programme": "online",
+            "programme_courses": {
+                f"{code}/{kind}": course for (code, kind), course in ref.PROGRAMME_COURSE.items()
+            },
+        },
+        "careers": {k: getattr(model, k) for k in CAREER_TRUTH},
         "model": model.as_dict(),
         "model_notes": MODEL_NOTES,
         "fleet_index_by_month": extra["fleet_index_by_month"],

@@ -47,7 +47,7 @@ class PlantedModel:
     cert_start_level_slope: float = 0.35
     cert_start_tenure_slope: float = 0.6
     cert_start_tenure_cap: float = 3.0
-    exam_pass_base: float = 0.62  # at level 2, +0.06 per level
+    exam_pass_base: float = 0.62  # first attempt, online programme, level 2 (see below)
     renewal_probability: float = 0.65  # share of awards renewed before they expire
     # selection into certification the HR data does not record (0 = none):
     # the start hazard is multiplied by frailty ** -proneness_selection, so with a positive
@@ -67,6 +67,80 @@ class PlantedModel:
     contractor_hours_per_template_head: float = 20.0
     contractor_share_exponent: float = 1.5
     contractor_rate_mean_usd: float = 300.0
+    # ---- programmes (issue 27): chosen when an engineer starts preparing a certification
+    # probability of each programme type; only types with a catalogue course for the track are
+    # possible, the rest are renormalised (tracks without such courses are online only)
+    programme_probabilities: dict[str, float] = field(
+        default_factory=lambda: {
+            "online": 0.50,
+            "bootcamp": 0.15,
+            "vendor_partnership": 0.15,
+            "apprenticeship": 0.15,
+            "internal": 0.05,
+        }
+    )
+    # 0 = choice independent of level; > 0 multiplies the bootcamp and apprenticeship weights by
+    # exp(-s*(level-3)) and the vendor_partnership weight by exp(+s*(level-3)) (juniors to
+    # bootcamps and apprenticeships, seniors to vendor courses), then renormalises
+    programme_level_selection: float = 0.0
+    # vendor partnership enrolments are charged list price x (1 - Uniform(low, high))
+    vendor_discount_low: float = 0.5
+    vendor_discount_high: float = 0.7
+    # time from the first enrolment to the passing exam, in months:
+    # T ~ Weibull(certify_time_shape, scale), scale = certify_time_scale_months[track] (else
+    # certify_time_scale_default) * exp(certify_time_level_slope*(level-2)) *
+    # programme_time_ratio[programme]: a Weibull AFT with level and track is the true model
+    certify_time_shape: float = 1.5
+    certify_time_scale_months: dict[str, float] = field(
+        default_factory=lambda: {"NCA-AIIO": 3.5, "NCP-AII": 6.0, "NCP-AIN": 6.0, "NCP-AIO": 6.0}
+    )
+    certify_time_scale_default: float = 4.0
+    certify_time_level_slope: float = -0.1
+    programme_time_ratio: dict[str, float] = field(
+        default_factory=lambda: {
+            "online": 1.0,
+            "bootcamp": 0.5,
+            "vendor_partnership": 0.7,
+            "apprenticeship": 1.3,
+            "internal": 1.0,
+        }
+    )
+    # first attempt: logit P(pass) = logit(exam_pass_base) + exam_pass_level_slope*(level-2)
+    # + log(programme_pass_odds_ratio[programme]); a failed first attempt is sat at
+    # T x Uniform(0.45, 0.8), the pass at T
+    exam_pass_level_slope: float = 0.3
+    programme_pass_odds_ratio: dict[str, float] = field(
+        default_factory=lambda: {
+            "online": 1.0,
+            "bootcamp": 1.8,
+            "vendor_partnership": 1.5,
+            "apprenticeship": 1.2,
+            "internal": 1.0,
+        }
+    )
+    # monthly voluntary exit probability x this ratio of the programme of the latest episode,
+    # from the month after its start (on top of attrition_hazard_ratio while certified)
+    programme_exit_hazard_ratio: dict[str, float] = field(
+        default_factory=lambda: {
+            "online": 1.0,
+            "bootcamp": 1.0,
+            "vendor_partnership": 0.8,
+            "apprenticeship": 0.7,
+            "internal": 1.0,
+        }
+    )
+    # ---- careers: monthly promotion probability by level (no minimum time in level), x
+    # promotion_certified_hazard_ratio for infrastructure employees certified at the month start
+    # (the defaults keep the infrastructure level mix near the earlier 1.6 %/month after 12
+    # months in level: in the last year about 12/33/40/13 % at levels 2/3/4/5)
+    promotion_hazard: dict[int, float] = field(
+        default_factory=lambda: {1: 0.03, 2: 0.02, 3: 0.01, 4: 0.004, 5: 0.0}
+    )
+    promotion_certified_hazard_ratio: float = 1.5
+    promotion_skip_probability: float = 0.02  # a promotion goes up two levels (at most to 5)
+    demotion_hazard: float = 0.0005  # per month, levels 2-5, one level down
+    # share of infrastructure-division hires paid 3-15 % below the low end of their level's band
+    below_band_share: float = 0.08
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -130,7 +130,34 @@ COURSES: tuple[Course, ...] = (
         "apprenticeship",
         400,
         0,
+        "NCA-AIIO",
+    ),
+    Course(
+        "AP-CLUSTER",
+        "Cluster Apprenticeship (shadowing a cluster lead, 3-6 months)",
+        "internal",
+        "apprenticeship",
+        400,
+        0,
+        "NCP-AII",
+    ),
+    Course(
+        "AP-ONBOARD",
+        "On-call Shadowing for New Hires (4 weeks)",
+        "internal",
+        "apprenticeship",
+        40,
+        0,
         None,
+    ),
+    Course(
+        "VP-NVFOUND",
+        "NVIDIA AI Infrastructure Foundations (partner programme)",
+        "NVIDIA",
+        "vendor_partnership",
+        24,
+        3500,
+        "NCA-AIIO",
     ),
     Course(
         "VP-NVONSITE",
@@ -154,14 +181,29 @@ COURSES: tuple[Course, ...] = (
     Course(
         "INT-SAFETY", "Data Centre Power and Cooling Safety", "internal", "internal", 6, 0, None
     ),
+    Course(
+        "INT-AIIO",
+        "AI Infrastructure Operations Path (in-house, vendor content)",
+        "internal",
+        "internal",
+        30,
+        0,
+        "NCA-AIIO",
+    ),
 )
 
+# online courses per certification track (an episode enrols in some of them)
 COURSES_BY_CERT: dict[str, tuple[str, ...]] = {}
+# the programme courses of a track: (track, programme type) -> course (one per pair at most)
+PROGRAMME_COURSE: dict[tuple[str, str], str] = {}
 for _c in COURSES:
     if _c.certification_code and _c.programme_type == "online":
         COURSES_BY_CERT.setdefault(_c.certification_code, ())
         COURSES_BY_CERT[_c.certification_code] += (_c.course_id,)
+    elif _c.certification_code:
+        PROGRAMME_COURSE[(_c.certification_code, _c.programme_type)] = _c.course_id
 COURSE_BY_ID = {c.course_id: c for c in COURSES}
+PROGRAMME_TYPES = ("online", "bootcamp", "vendor_partnership", "apprenticeship", "internal")
 
 SITES = (
     ("fra", "Frankfurt"),

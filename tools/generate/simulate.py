@@ -29,6 +29,7 @@ EMPLOYEE, CONTRACTOR, INTERN = 0, 1, 2
 ETYPE_NAMES = ("employee", "contractor", "intern")
 NEVER = 10**7  # ordinal far in the future: "does not expire"
 RENEWAL = 0  # attempt number of a renewal exam (first attempts are 1)
+AVERAGE_MONTH_DAYS = 30.4375
 
 
 def add_months(d: date, n: int) -> date:
@@ -128,6 +129,9 @@ class Simulation:
         self.w = writer
         self.m = model
         self.rng = np.random.default_rng(seed)
+        # everything the programme and career model added draws from its own stream, so the
+        # draws of the rest (incidents, exits, hires...) keep their order where they can
+        self.prng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         self.months = month_starts(end, years)
         self.start = self.months[0]
         self.end = end
@@ -141,7 +145,11 @@ class Simulation:
         self.roles = list(ref.ROLE_FAMILIES) + [d[3] for d in ref.OTHER_DIVISIONS]
         # certification state of infra people
         self.awards: dict[int, list[tuple[str, int, int]]] = {}
-        self.pending_exam: dict[int, tuple[str, int, int]] = {}
+        self.pending_exam: dict[int, tuple[str, int, int]] = {}  # renewal exams
+        # the preparation episode each engineer is in (see _prepare) and the programme of each
+        # engineer's latest episode with its start day (for the exit multiplier)
+        self.open_episode: dict[int, dict] = {}
+        self.latest_programme: dict[int, tuple[int, str]] = {}
         self.renewal_decided: set[tuple[int, str, int]] = set()
         self.rehires: dict[int, list[int]] = {}
         self.counters = {"attempt": 0, "enrolment": 0, "incident": 0}
@@ -157,6 +165,11 @@ class Simulation:
         self.panel_log: list[tuple] | None = None
         self.incident_log: list[tuple] | None = None
         self.exit_log: list[tuple] | None = None
+        # a list here receives one dict per preparation episode (see _prepare): the planted
+        # programme, track, start day, level, tenure and role at entry, the planned first-attempt
+        # outcome and certification day, the planted exit multiplier, the enrolments and the
+        # exam attempts as they are sat
+        self.episode_log: list[dict] | None = None
         self.shock_until: dict[int, int] = {}
         self.t = 0
         self._end_of_data = datetime.combine(end, datetime.max.time())
@@ -190,6 +203,8 @@ class Simulation:
     def _salary(self, level: int, infra: bool) -> float:
         lo, hi = ref.SALARY_BANDS[level]
         s = lo + (hi - lo) * self.rng.beta(2, 3)
+        if infra and self.prng.random() < self.m.below_band_share:
+            s = lo * (1 - self.prng.uniform(0.03, 0.15))  # paid below the band
         return round((s if infra else s * 0.92) / 100) * 100
 
     def _frailty(self) -> float:
@@ -373,7 +388,7 @@ class Simulation:
         start = self.start.toordinal()
         back = int(self.rng.integers(15, max(16, min(700, tenure_days))))
         code = self._target_cert(i, first=True)
-        self._exam(i, code, start - back, attempt=1, force_pass=True)
+        self._exam(i, code, start - back, attempt=1, passed=True, rng=self.rng)
 
     def _fill_other(self, count: int, day: int, initial: bool = False) -> None:
         shares = np.array([d[1] for d in ref.OTHER_DIVISIONS])
@@ -422,7 +437,13 @@ class Simulation:
         *,
         charged: float | None = None,
         withdraw_p: float = 0.07,
-    ) -> int:
+        rng: np.random.Generator | None = None,
+        finish_by: int | None = None,
+    ) -> dict:
+        """Enrol ``i`` in a course on ``day``; the enrolment is completed (or withdrawn from)
+        after a duration drawn from its hours, compressed to end before ``finish_by`` when it
+        would not. Returns what the episode records need."""
+        rng = rng or self.rng
         course = ref.COURSE_BY_ID[course_id]
         self.counters["enrolment"] += 1
         self.stats["enrolments"] += 1
@@ -446,9 +467,15 @@ class Simulation:
                 "score": None,
             },
         )
-        duration = int(max(3, course.hours / 4 * self.rng.uniform(0.8, 2.5)))
+        duration = int(max(3, course.hours / 4 * rng.uniform(0.8, 2.5)))
+        if finish_by is not None and day + duration >= finish_by:
+            duration = max(1, int((finish_by - day) * rng.uniform(0.6, 0.95)))
         done = day + duration
-        if self.rng.random() < withdraw_p:
+        withdrawn = rng.random() < withdraw_p
+        hours = round(
+            course.hours * (rng.uniform(0.1, 0.5) if withdrawn else rng.uniform(0.8, 1.4)), 1
+        )
+        if withdrawn:
             self.w.emit(
                 "enrolments",
                 _d(done),
@@ -456,7 +483,7 @@ class Simulation:
                     **base,
                     "status": "withdrawn",
                     "completed_on": None,
-                    "hours_spent": round(course.hours * self.rng.uniform(0.1, 0.5), 1),
+                    "hours_spent": hours,
                     "score": None,
                 },
             )
@@ -468,42 +495,144 @@ class Simulation:
                     **base,
                     "status": "completed",
                     "completed_on": _d(done),
-                    "hours_spent": round(course.hours * self.rng.uniform(0.8, 1.4), 1),
-                    "score": round(float(self.rng.uniform(62, 100)), 1),
+                    "hours_spent": hours,
+                    "score": round(float(rng.uniform(62, 100)), 1),
                 },
             )
-        return done
+        return {
+            "course_id": course_id,
+            "programme_type": course.programme_type,
+            "enrolled_on": day,
+            "list_price_usd": float(course.cost_usd),
+            "charged_usd": charged,
+            "done_on": done,
+            "completed": not withdrawn,
+            "hours_spent": hours,
+        }
 
     def _onboarding_courses(self, i: int, hire_day: int) -> None:
         self._enrol(i, "INT-RUNBOOK", hire_day + int(self.rng.integers(1, 20)), withdraw_p=0.02)
         if self.p.level[i] <= 2 and self.rng.random() < 0.25:
-            self._enrol(i, "AP-SHADOW", hire_day + int(self.rng.integers(5, 30)), withdraw_p=0.05)
+            self._enrol(i, "AP-ONBOARD", hire_day + int(self.rng.integers(5, 30)), withdraw_p=0.05)
+
+    def _choose_programme(self, code: str, level: int) -> str:
+        """The programme of an episode: programme_probabilities over the types the catalogue
+        offers for the track, tilted by level with programme_level_selection."""
+        m = self.m
+        tilt = m.programme_level_selection * (level - 3)
+        factor = {"bootcamp": -tilt, "apprenticeship": -tilt, "vendor_partnership": tilt}
+        types = [
+            t
+            for t in ref.PROGRAMME_TYPES
+            if m.programme_probabilities.get(t, 0.0) > 0
+            and (ref.PROGRAMME_COURSE.get((code, t)) or t == "online")
+        ]
+        if not types:
+            return "online"
+        w = np.array([m.programme_probabilities[t] * math.exp(factor.get(t, 0.0)) for t in types])
+        return types[int(self.prng.choice(len(types), p=w / w.sum()))]
 
     def _prepare(self, i: int, code: str, day: int) -> None:
-        """Courses first, the exam one to three months later."""
-        last = day
-        courses = ref.COURSES_BY_CERT.get(code, ())
-        if courses:
-            k = int(self.rng.integers(1, len(courses) + 1))
-            for cid in self.rng.choice(courses, size=k, replace=False):
-                last = max(last, self._enrol(i, str(cid), day))
-        r = self.rng.random()
-        if code in ("NCA-AIIO", "NCP-AII") and r < 0.08:
-            last = max(last, self._enrol(i, "BC-DGX" if code == "NCP-AII" else "BC-OPS", day))
-        elif code == "NCP-AII" and r < 0.2:
-            list_price = ref.COURSE_BY_ID["VP-NVONSITE"].cost_usd
-            charged = round(list_price * (1 - self.rng.uniform(0.5, 0.7)), 2)
-            last = max(last, self._enrol(i, "VP-NVONSITE", day, charged=charged))
-        exam_day = max(day + 30, last + int(self.rng.integers(3, 30)))
-        self.pending_exam[i] = (code, exam_day, 1)
+        """A preparation episode: the programme, its courses and some online ones (all enrolled
+        on ``day``), the planned time to the passing exam T (Weibull AFT) and the first attempt
+        (passes with the planted odds, else fails at T x Uniform(0.45, 0.8) and the second
+        attempt passes at T). The courses end before the first attempt. Every draw comes from
+        the programme stream."""
+        m, g, p = self.m, self.prng, self.p
+        level = int(p.level[i])
+        programme = self._choose_programme(code, level)
+        scale = (
+            m.certify_time_scale_months.get(code, m.certify_time_scale_default)
+            * math.exp(m.certify_time_level_slope * (level - 2))
+            * m.programme_time_ratio[programme]
+        )
+        t_days = max(1, round(scale * AVERAGE_MONTH_DAYS * g.weibull(m.certify_time_shape)))
+        base = m.exam_pass_base
+        logit = (
+            math.log(base / (1 - base))
+            + m.exam_pass_level_slope * (level - 2)
+            + math.log(m.programme_pass_odds_ratio[programme])
+        )
+        first_passes = bool(g.random() < 1 / (1 + math.exp(-logit)))
+        if first_passes:
+            exams = [(day + t_days, True)]
+        else:
+            fail = day + min(t_days - 1, round(t_days * g.uniform(0.45, 0.8)))
+            exams = [(fail, False), (day + t_days, True)]
+        courses = []
+        if programme != "online":
+            courses.append(ref.PROGRAMME_COURSE[(code, programme)])
+        online = ref.COURSES_BY_CERT.get(code, ())
+        if online:
+            k = int(g.integers(1, len(online) + 1))
+            courses += [str(c) for c in g.choice(online, size=k, replace=False)]
+        enrolments = []
+        for cid in courses:
+            charged = None
+            if (
+                programme == "vendor_partnership"
+                and ref.COURSE_BY_ID[cid].programme_type == programme
+            ):
+                list_price = ref.COURSE_BY_ID[cid].cost_usd
+                discount = g.uniform(m.vendor_discount_low, m.vendor_discount_high)
+                charged = round(list_price * (1 - discount), 2)
+            enrolments.append(
+                self._enrol(i, cid, day, charged=charged, rng=g, finish_by=exams[0][0])
+            )
+        exit_multiplier = m.programme_exit_hazard_ratio[programme]
+        episode = {
+            "i": i,
+            "certification_code": code,
+            "programme_type": programme,
+            "start": day,
+            "skill_level": level,
+            "role_family": self.roles[int(p.role[i])],
+            "hire": int(p.hire[i]),
+            "tenure_months": (day - int(p.hire[i])) / AVERAGE_MONTH_DAYS,
+            "first_attempt_passes": first_passes,
+            "certify_day": day + t_days,
+            "certify_months": t_days / AVERAGE_MONTH_DAYS,
+            "exit_multiplier": exit_multiplier,
+            "enrolments": enrolments,
+            "attempts": [],
+            "queue": exams,
+        }
+        self.open_episode[i] = episode
+        self.latest_programme[i] = (day, programme)
+        if self.episode_log is not None:
+            self.episode_log.append(episode)
 
-    def _exam(self, i: int, code: str, day: int, attempt: int, force_pass: bool = False) -> bool:
+    def _exit_multiplier(self, i: int, ms: int) -> float:
+        """The planted voluntary-exit multiplier of the programme of ``i``'s latest episode,
+        from the first month that starts after the episode's start."""
+        latest = self.latest_programme.get(i)
+        if latest is None or latest[0] >= ms:
+            return 1.0
+        return self.m.programme_exit_hazard_ratio[latest[1]]
+
+    def _episode_exams(self, i: int, me: int, term: int) -> None:
+        """Sit the open episode's exams due by ``me`` (not after a leaving day ``term``); the
+        episode ends with the pass, or unfinished when the engineer leaves first."""
+        episode = self.open_episode.get(i)
+        if episode is None:
+            return
+        queue = episode["queue"]
+        while queue and queue[0][0] <= me and not (term and queue[0][0] > term):
+            day, passes = queue.pop(0)
+            attempt = len(episode["attempts"]) + 1
+            code = episode["certification_code"]
+            self._exam(i, code, day, attempt, passed=passes, rng=self.prng)
+            episode["attempts"].append((day, passes, ref.CERTIFICATIONS[code].exam_fee_usd))
+        if not queue or term:
+            del self.open_episode[i]
+
+    def _exam(
+        self, i: int, code: str, day: int, attempt: int, *, passed: bool, rng: np.random.Generator
+    ) -> bool:
         p = self.p
         self.counters["attempt"] += 1
         self.stats["exam_attempts"] += 1
-        pass_p = float(np.clip(self.m.exam_pass_base + 0.06 * (int(p.level[i]) - 2), 0.3, 0.92))
-        passed = force_pass or self.rng.random() < pass_p
-        score = float(self.rng.uniform(70, 98) if passed else self.rng.uniform(35, 69))
+        score = float(rng.uniform(70, 98) if passed else rng.uniform(35, 69))
         cert = ref.CERTIFICATIONS[code]
         issued = expires = None
         if passed:
@@ -573,6 +702,8 @@ class Simulation:
         for i in idx:
             i = int(i)
             term = int(p.term[i]) or NEVER
+            if i in self.open_episode:
+                self._episode_exams(i, me, int(p.term[i]))
             pending = self.pending_exam.get(i)
             if pending:
                 code, day, attempt = pending
@@ -580,13 +711,7 @@ class Simulation:
                     del self.pending_exam[i]
                     if ms <= day <= term and day >= p.hire[i]:
                         # renewal_probability is the share renewed: a renewal exam passes
-                        passed = self._exam(i, code, day, attempt, force_pass=attempt == RENEWAL)
-                        if not passed and attempt < 3 and self.rng.random() < 0.75:
-                            self.pending_exam[i] = (
-                                code,
-                                day + int(self.rng.integers(30, 76)),
-                                attempt + 1,
-                            )
+                        self._exam(i, code, day, attempt, passed=True, rng=self.rng)
                 continue
             if p.hire[i] >= ms or p.term[i]:
                 continue
@@ -604,7 +729,7 @@ class Simulation:
                         self.pending_exam[i] = (code, day, RENEWAL)
                         renewing = True
                         break
-            if renewing:
+            if renewing or i in self.open_episode:
                 continue
             level = int(p.level[i])
             if self.certified_on(i, ms):
@@ -621,6 +746,7 @@ class Simulation:
                 code = self._target_cert(i)
                 if code:
                     self._prepare(i, code, ms + int(self.rng.integers(0, 28)))
+                    self._episode_exams(i, me, 0)
 
     # ------------------------------------------------------------------ incidents
     def _certified_days(self, i: int, a: int, b: int) -> list[tuple[int, int]]:
@@ -891,7 +1017,10 @@ class Simulation:
         inv = np.full(active.size, m.involuntary_hazard)
         oth = np.full(active.size, m.other_hazard)
         pos = np.searchsorted(active, infra_emp)
-        vol[pos] = m.voluntary_hazard * np.where(certified, m.attrition_hazard_ratio, 1.0)
+        programme = np.array([self._exit_multiplier(int(i), ms) for i in infra_emp])
+        vol[pos] = (
+            m.voluntary_hazard * np.where(certified, m.attrition_hazard_ratio, 1.0) * programme
+        )
         u = rng.random(active.size)
         kind = np.where(u < vol, 1, np.where(u < vol + inv, 2, np.where(u < vol + inv + oth, 3, 0)))
         kind[p.hire[active] >= ms] = 0
@@ -930,21 +1059,33 @@ class Simulation:
 
     def _moves(self, t: int, ms: int, active: np.ndarray, kind: np.ndarray) -> None:
         """Promotions, transfers, pay changes (effective on the first of the month)."""
-        p, rng = self.p, self.rng
+        p, m, rng, prng = self.p, self.m, self.rng, self.prng
         stay = active[(kind == 0) & (p.hire[active] < ms) & (p.etype[active] == EMPLOYEE)]
-        months_in_level = (ms - p.level_since[stay]) / 30.4
-        promo_p = np.where(p.level[stay] >= 5, 0.0, np.where(p.level[stay] == 4, 0.006, 0.016))
-        promo = (rng.random(stay.size) < promo_p) & (months_in_level >= 12)
+        levels = p.level[stay].astype(int)
+        hazard = np.array([m.promotion_hazard.get(lv, 0.0) for lv in range(7)])[levels]
+        # infrastructure employees certified at the start of the month are promoted faster
+        infra = np.flatnonzero(p.division[stay] == INFRA)
+        certified = np.array([self.certified_on(int(i), ms) for i in stay[infra]], dtype=bool)
+        hazard[infra[certified]] *= m.promotion_certified_hazard_ratio
+        promo = (rng.random(stay.size) < hazard) & (levels < 5)
+        demote = (prng.random(stay.size) < m.demotion_hazard) & (levels > 1) & ~promo
         transfer = rng.random(stay.size) < np.where(p.division[stay] == INFRA, 0.002, 0.003)
         merit = (rng.random(stay.size) < 0.3) if _d(ms).month == 4 else np.zeros(stay.size, bool)
-        for j in np.flatnonzero(promo | transfer | merit):
+        for j in np.flatnonzero(promo | demote | transfer | merit):
             i = int(stay[j])
             if promo[j]:
-                p.level[i] += 1
+                skip = prng.random() < m.promotion_skip_probability
+                p.level[i] = min(5, int(p.level[i]) + (2 if skip else 1))
                 p.level_since[i] = ms
                 lo, hi = ref.SALARY_BANDS[int(p.level[i])]
                 p.salary[i] = float(min(hi, max(lo, round(p.salary[i] * 1.08 / 100) * 100)))
                 reason = "promotion"
+            elif demote[j]:
+                p.level[i] -= 1
+                p.level_since[i] = ms
+                lo, hi = ref.SALARY_BANDS[int(p.level[i])]
+                p.salary[i] = float(min(hi, max(lo, p.salary[i])))
+                reason = "demotion"
             elif transfer[j]:
                 if p.division[i] == INFRA:
                     live = [
