@@ -702,7 +702,8 @@ class Simulation:
         for i in idx:
             i = int(i)
             term = int(p.term[i]) or NEVER
-            if i in self.open_episode:
+            preparing = i in self.open_episode  # no new start in a month of preparing
+            if preparing:
                 self._episode_exams(i, me, int(p.term[i]))
             pending = self.pending_exam.get(i)
             if pending:
@@ -729,7 +730,7 @@ class Simulation:
                         self.pending_exam[i] = (code, day, RENEWAL)
                         renewing = True
                         break
-            if renewing or i in self.open_episode:
+            if renewing or preparing:
                 continue
             level = int(p.level[i])
             if self.certified_on(i, ms):
