@@ -19,11 +19,10 @@ from pipelines.lib import db
 # pandas, pyarrow and the statistics (SciPy, lifelines, statsmodels) are imported when the
 # asset runs: loading the definitions should not pay for them.
 
-INPUT_KEYS = [
-    dg.AssetKey(["intermediate", "int_programme_episodes"]),
-    dg.AssetKey(["intermediate", "int_engineer_months_complete"]),
-    dg.AssetKey(["intermediate", "int_incident_responses_complete"]),
-]
+EPISODES_KEY = dg.AssetKey(["intermediate", "int_programme_episodes"])
+MONTHS_KEY = dg.AssetKey(["intermediate", "int_engineer_months_complete"])
+INCIDENTS_KEY = dg.AssetKey(["intermediate", "int_incident_responses_complete"])
+INPUT_KEYS = [EPISODES_KEY, MONTHS_KEY, INCIDENTS_KEY]
 # the careers package estimates with pipelines.lib.effects: both are the code
 CODE_VERSION = versions.source_version("pipelines.lib.careers", "pipelines.lib.effects")
 MART_KEYS = {
@@ -35,6 +34,14 @@ MART_KEYS = {
         "time_in_level",
         "promotion_effect",
     )
+}
+# what each mart is computed from (the step reads all three and recomputes all five together)
+DEPS = {
+    "time_to_certify": [EPISODES_KEY],
+    "programme_comparison": INPUT_KEYS,
+    "programme_costs": [EPISODES_KEY],
+    "time_in_level": [MONTHS_KEY],
+    "promotion_effect": [MONTHS_KEY],
 }
 DESCRIPTIONS = {
     "time_to_certify": "Kaplan-Meier time from first enrolment to certification by programme, "
@@ -117,7 +124,7 @@ def _metadata(name: str, df) -> dict:
     specs=[
         dg.AssetSpec(
             key,
-            deps=INPUT_KEYS,
+            deps=DEPS[name],
             description=DESCRIPTIONS[name],
             kinds={"python", "duckdb"},
             code_version=CODE_VERSION,
