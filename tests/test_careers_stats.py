@@ -535,3 +535,17 @@ def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
     mats = result.asset_materializations_for_node("programme_career_statistics")
     meta = {m.asset_key.to_user_string(): m.metadata for m in mats}
     assert "vs_online/bootcamp" in meta["marts/programme_comparison"]
+
+
+def test_no_episodes_or_only_online_gives_empty_frames_not_a_crash():
+    prices = base_params(load_assumptions(DEFAULT_ASSUMPTIONS_PATH))
+    ep = simulate_episodes(1, n=200)
+    for episodes in (ep.iloc[0:0], ep[ep["programme_type"] == "online"]):
+        out = careers.programme_statistics(episodes, empty_months(), empty_incidents())
+        assert out["programme_comparison"].empty
+        assert list(out["programme_comparison"].columns) == list(careers.COMPARISON_COLUMNS)
+        ttc = out["time_to_certify"]
+        assert set(ttc["programme_type"]) == set(episodes["programme_type"])
+        assert len(careers.programme_costs(episodes, prices)) == (
+            0 if episodes.empty else episodes["certification_code"].nunique() + 1
+        )

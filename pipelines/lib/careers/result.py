@@ -143,8 +143,10 @@ def suppress(
         hidden |= extra
     for _ in range(2 if lines else 0):
         for line in lines:
-            keys = out[line].astype(str).agg("|".join, axis=1).to_numpy()
-            for key in pd.unique(keys):
+            keys = np.array(
+                ["|".join(map(str, r)) for r in out[line].itertuples(index=False)], dtype=object
+            )
+            for key in dict.fromkeys(keys):
                 rows = np.flatnonzero(keys == key)
                 if hidden[rows].sum() != 1:
                     continue
