@@ -185,7 +185,9 @@ final as (
         l.experience_min_months as band_min_months,
         l.experience_max_months as band_max_months,
         case
-            when c.start_observed and l.experience_max_months is not null
+            when
+                c.start_observed
+                and l.experience_max_months is not null
                 and {{ days_between('c.level_from', 'c.level_to') }}
                 >= cast(floor(l.experience_max_months * 30.4375) as integer)
                 then c.level_from + cast(floor(l.experience_max_months * 30.4375) as integer)
