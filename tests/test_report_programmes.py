@@ -599,6 +599,16 @@ def test_missing_career_marts_read_as_not_available():
     assert "level_progression, salary_bands" in text(section.notes[-1])
 
 
+def test_a_mart_without_the_columns_read_is_named_with_what_it_lacks():
+    lp = progression_mart().drop(columns="promotions")
+    section, _ = careers_section(marts(level_progression=lp), Q, THR)
+    assert "level_progression (lacks promotions)" in text(section.notes[-1])
+    # another name for the year is read as the year
+    renamed = progression_mart().rename(columns={"year": "calendar_year"})
+    _, facts = careers_section(marts(level_progression=renamed), Q, THR)
+    assert facts.year == 2025 and facts.promotions == sum(y[0][1] for y in LEVEL_YEARS.values())
+
+
 # --- reading the marts: which copy of each ----------------------------------------------------
 
 

@@ -41,7 +41,7 @@ from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effects, status_tag
-from pipelines.lib.report.sections.programmes import flag, value
+from pipelines.lib.report.sections.programmes import flag, unreadable, usable, value
 from pipelines.lib.report.suppression import is_small, mask_label, suppression_mask
 
 LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
@@ -419,33 +419,37 @@ def careers_section(
     marts: Marts, q: Quarter, thr: int, levels_path: Path = LEVELS_SEED
 ) -> tuple[Section, CareerFacts | None]:
     sid, title = "careers", "Careers: levels, promotions and pay"
-    have = {m for m in MARTS if marts.has(m)}
+    have = {m for m in MARTS if usable(marts, m) is not None}
     if not have:
-        why = "Not available: the marts " + ", ".join(MARTS) + " are missing."
+        why = (
+            "Not available: the marts " + ", ".join(MARTS) + " are missing or lack the "
+            "columns the report reads."
+        )
         return unavailable(sid, title, why), None
     names = level_names(levels_path)
     f = CareerFacts()
-    til = marts.get("time_in_level")
-    if til is not None and not til.empty:
+    til = usable(marts, "time_in_level")
+    if til is not None:
         _time_in_level(til, f.levels, thr)
-    lp = marts.get("level_progression")
-    if lp is not None and not lp.empty:
+    lp = usable(marts, "level_progression")
+    if lp is not None:
         _progression(lp, f, q, thr)
     for lv in f.levels.values():
         lv.name = names.get(lv.level, "")
-    eff = read_effects(marts.get("promotion_effect"))
+    eff = read_effects(usable(marts, "promotion_effect"))
     f.effect = eff.get(METRIC)
     tables: list[Table] = []
     if f.levels:
         tables.append(_ladder_table(f, thr, have))
-    sb = marts.get("salary_bands")
-    pay = _pay_rows(sb, q, thr) if sb is not None and not sb.empty else []
+    sb = usable(marts, "salary_bands")
+    pay = _pay_rows(sb, q, thr) if sb is not None else []
     if pay:
         tables += _pay_tables(pay, names, thr, q)
     notes: list = []
     if f.effect is not None:
         tables.append(promotion_table(f.effect))
-    gone = [m for m in MARTS if m not in have]
+    bad = unreadable(marts, MARTS)
+    gone = [m for m in MARTS if m not in have and not any(b.startswith(m) for b in bad)] + bad
     if sb is not None and not pay:
         gone.append(f"salary_bands for {q.label}")
     if gone:

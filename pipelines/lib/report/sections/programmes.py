@@ -62,6 +62,41 @@ COMPARISONS = {
 }
 
 
+# the columns each mart must have for the report to read it (the rest are read when present)
+REQUIRED = {
+    "programme_outcomes": ("programme_type", "participants"),
+    "time_to_certify": ("programme_type", "median_months"),
+    "programme_costs": ("programme_type", "cost_per_certification_usd"),
+    "programme_comparison": ("programme_type", "metric", "estimate"),
+    "time_in_level": ("skill_level", "median_months"),
+    "level_progression": ("skill_level", "year", "engineers", "promotions"),
+    "salary_bands": ("skill_level", "quarter", "headcount"),
+    "promotion_effect": ("metric", "estimate"),
+}
+# other names a column may have
+ALIASES = {"level_progression": {"calendar_year": "year"}}
+
+
+def usable(marts: Marts, name: str) -> pd.DataFrame | None:
+    """The mart when it exists, has rows and the columns the report reads; else None."""
+    df = marts.get(name)
+    if df is None or df.empty:
+        return None
+    df = df.rename(columns={k: v for k, v in ALIASES.get(name, {}).items() if v not in df})
+    return df if set(REQUIRED.get(name, ())) <= set(df.columns) else None
+
+
+def unreadable(marts: Marts, names) -> list[str]:
+    """Marts present but without the columns the report reads, named with what is missing."""
+    out = []
+    for name in names:
+        df = marts.get(name)
+        if df is not None and not df.empty and usable(marts, name) is None:
+            lacking = sorted(set(REQUIRED[name]) - set(df.columns))
+            out.append(f"{name} (lacks {', '.join(lacking)})")
+    return out
+
+
 def programme_name(p: str) -> str:
     return NAMES.get(p, nice(p))
 
@@ -219,17 +254,17 @@ def read_programmes(marts: Marts, thr: int) -> ProgrammeFacts | None:
         return None
     progs: dict[str, Programme] = {}
     whole = True
-    out = marts.get("programme_outcomes")
-    if out is not None and not out.empty:
+    out = usable(marts, "programme_outcomes")
+    if out is not None:
         whole = _outcomes(out, progs, thr)
-    ttc = marts.get("time_to_certify")
-    if ttc is not None and not ttc.empty:
+    ttc = usable(marts, "time_to_certify")
+    if ttc is not None:
         _times(ttc, progs, thr)
-    costs = marts.get("programme_costs")
-    if costs is not None and not costs.empty:
+    costs = usable(marts, "programme_costs")
+    if costs is not None:
         _costs(costs, progs, thr)
-    comp = marts.get("programme_comparison")
-    comparisons = _comparisons(comp) if comp is not None and not comp.empty else {}
+    comp = usable(marts, "programme_comparison")
+    comparisons = _comparisons(comp) if comp is not None else {}
     for p in progs.values():
         # one group size per programme: hidden in one mart, hidden everywhere
         p.hidden = is_small(p.participants, thr) or (
@@ -528,18 +563,25 @@ def programmes_section(
     sid, title = "programmes", "Which training programmes work"
     f = read_programmes(marts, thr)
     if f is None or not f.programmes and not f.comparisons:
-        why = "Not available: the marts " + ", ".join(MARTS) + " are missing or empty."
+        why = (
+            "Not available: the marts "
+            + ", ".join(MARTS)
+            + " are missing, empty or lack the columns the report reads."
+        )
         return unavailable(sid, title, why), None
-    available = {m for m in MARTS if marts.has(m)}
+    available = {m for m in MARTS if usable(marts, m) is not None}
     tables = [_outcome_table(f, thr, available)]
     if "programme_costs" in available:
         tables.append(_cost_table(f, thr, seed_figures(seed_path)))
     if f.comparisons:
         tables.append(_comparison_table(f))
     notes: list = []
-    missing_marts = [m for m in MARTS if m not in available]
-    if missing_marts:
-        notes.append(f"Not available: the marts {', '.join(missing_marts)} are missing.")
+    bad = unreadable(marts, MARTS)
+    missing_marts = [
+        m for m in MARTS if m not in available and not any(b.startswith(m) for b in bad)
+    ]
+    if missing_marts or bad:
+        notes.append(f"Not available: the marts {', '.join(missing_marts + bad)}.")
     budget = budget_paragraph(f)
     if budget:
         notes.append(budget)
