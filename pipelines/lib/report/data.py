@@ -36,7 +36,23 @@ REPORT_TABLES = (
     "roi_summary",
     "source_deliveries",
     "roi_sensitivity",
+    # training programmes and careers (issue 27)
+    "programme_outcomes",
+    "level_progression",
+    "salary_bands",
+    "time_to_certify",
+    "programme_comparison",
+    "programme_costs",
+    "time_in_level",
+    "promotion_effect",
 )
+
+# Marts read from the published file even when the build file is at hand. The restricted
+# salary_bands holds pay percentiles unrounded and for groups of any size (a group of one is
+# that person's pay); the published mart rounds pay to 1,000 USD and withholds it where fewer
+# than the minimum group have pay or all earn the same. The report prints pay in aggregate only,
+# so it reads the published figures and shows withheld groups as withheld.
+PUBLISHED_ONLY = frozenset({"salary_bands"})
 
 
 # Grain of the report's marts that the analyst-facing file suppresses: the restricted rows are
@@ -49,6 +65,9 @@ GRAIN = {
     "incident_downtime": ("quarter", "certification_status"),
     "team_composition": ("month_end", "team", "role_family"),
     "level_mix": ("month_end", "role_family", "skill_level"),
+    # the report sums these over tracks, cohorts and years and suppresses what it prints
+    "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
+    "level_progression": ("skill_level", "year"),
 }
 
 
@@ -93,7 +112,7 @@ def load_marts(published_db: Path, restricted_db: Path | None = None) -> Marts:
             for (name,) in con.execute(
                 "select table_name from information_schema.tables "
                 "where table_schema = 'restricted' and table_name in (select unnest(?))",
-                [list(REPORT_TABLES)],
+                [[t for t in REPORT_TABLES if t not in PUBLISHED_ONLY]],
             ).fetchall():
                 tables[name] = con.execute(_restricted_sql(con, name)).df()
     for df in tables.values():
@@ -121,6 +140,18 @@ def _restricted_sql(con, name: str) -> str:
     ).fetchone()[0]
     if not flagged or name not in GRAIN:
         return f'select * from restricted."{name}"'
+    for schema in ("restricted", "marts"):
+        have = {
+            c
+            for (c,) in con.execute(
+                "select column_name from duckdb_columns() where schema_name = ? and table_name = ?",
+                [schema, name],
+            ).fetchall()
+        }
+        if not set(GRAIN[name]) <= have:
+            # a mart built before its grain changed: read it whole; the report suppresses
+            # what it prints either way
+            return f'select * from restricted."{name}"'
     keys = ", ".join(f'"{c}"' for c in GRAIN[name])
     return (
         f'select r.*, coalesce(m.suppressed, true) as published_suppressed from restricted."{name}" '

@@ -32,6 +32,10 @@ LABELS: dict[str, str] = {
     "expiring": "certifications expiring in the next 90 days",
     "hires-needed": "hires the roles lack overall",
     "seats-short": "template seats empty in teams below their template",
+    # careers: level_progression (one calendar year) and the promotion model
+    "promotions-year": "promotions in the calendar year",
+    "promotion-model-engineers": "engineers in the promotion model",
+    "promotion-model-events": "promotions in the promotion model",
 }
 
 
@@ -43,6 +47,8 @@ SINGULAR: dict[str, str] = {
     "leavers": "leaver in the quarter",
     "leavers-12m": "leaver in the 12 months",
     "expiring": "certification expiring in the next 90 days",
+    "promotions-year": "promotion in the calendar year",
+    "promotion-model-events": "promotion in the promotion model",
 }
 
 

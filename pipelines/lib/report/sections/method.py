@@ -36,6 +36,19 @@ CAVEAT = (
     "how much the design changes the answer."
 )
 
+PROGRAMMES_METHOD = (
+    "Training programmes and careers: a participant is one engineer preparing for one "
+    "certification track, from the first enrolment in a course of that track; the programme is "
+    "the most intensive one used in the first 90 days. Time to certify and time in a level are "
+    "Kaplan-Meier estimates, so engineers who leave or are still preparing count until then. "
+    "Each programme is compared with the online path adjusted for skill level, tenure and track "
+    "at entry (juniors go to bootcamps, seniors to vendor courses), not for what the human "
+    "resources data do not record, such as motivation; the promotion estimate compares certified "
+    "engineers with colleagues of the same tenure and level, month by month. Costs price training "
+    "hours and apprentices' senior time with the assumptions file; the technical specification "
+    "is in docs/statistics.md."
+)
+
 # sentences of the mart's caveats that restate a figure this appendix prints from its columns
 _RESTATES = re.compile(r"95 % CI|\bp = |Pre-trend check|Based on \d|With one indicator")
 
@@ -109,6 +122,7 @@ def method_section(
     printed: set[str] = set()
     notes: list = [effect_paragraph(e, printed) for e in effects.values()]
     notes.append(CAVEAT)
+    notes.append(PROGRAMMES_METHOD)
     lead = (
         "How the effect of certification is estimated. Incidents and time to restore of "
         "certified engineers are compared with the same engineers' months before they "
@@ -147,6 +161,12 @@ GLOSSARY = [
      "(as Google's Four Keys project does), the effect compares geometric means."),
     ("Net return, payback", "(return counted − investment) ÷ investment, rounded down; "
      "payback: months of counted return that repay the investment."),
+    ("Time to certify, time in level", "months from the first enrolment of a track to the "
+     "first passed exam, and at a level until promotion; the median is the time by which half "
+     "had got there."),
+    ("Cost per certification", "course and exam fees, engineers' training hours and "
+     "apprentices' senior time, ÷ certifications earned."),
+    ("Compa-ratio", "pay ÷ the midpoint of the level's pay band; 1 = at the midpoint."),
     ("<5 (hidden)", "a group of fewer than 5 engineers, or a second group hidden so that the "
      "first cannot be recovered from a total."),
 ]  # fmt: skip

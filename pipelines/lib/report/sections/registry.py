@@ -3,8 +3,9 @@
 Each builder takes the report's `Build` (marts, quarter, minimum group size, inputs and the facts
 of the sections computed before it) and returns its `Section` and its typed facts. Adding a
 section is two lines: its builder in `BUILDERS` (after the sections whose facts it reads) and its
-id in `PRINTED` where it should print. The page budget (12 printed pages at any company size,
-tests/test_report_length.py) keeps two pages free for sections still to come.
+id in `PRINTED` where it should print. The page budget: 12 printed pages at any company size
+(tests/test_report_length.py measures the sections before the programmes and careers against
+10, tests/test_report_programmes.py the whole report against 12).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.actions import actions_facts, actions_section
 from pipelines.lib.report.sections.attrition import attrition_section
 from pipelines.lib.report.sections.base import Section, table
+from pipelines.lib.report.sections.careers import careers_section
 from pipelines.lib.report.sections.composition import CostBasis, composition_section
 from pipelines.lib.report.sections.coverage import coverage_section
 from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
+from pipelines.lib.report.sections.programmes import programmes_section
 from pipelines.lib.report.sections.roi import roi_section
 from pipelines.lib.report.sections.summary import benchmark_rows
 from pipelines.lib.roi.assumptions import Target
@@ -73,6 +76,14 @@ def _attrition(b: Build):
 
 def _incidents(b: Build):
     return incidents_section(b.marts, b.q, b.thr)
+
+
+def _programmes(b: Build):
+    return programmes_section(b.marts, b.thr)
+
+
+def _careers(b: Build):
+    return careers_section(b.marts, b.q, b.thr)
 
 
 def _roi(b: Build):
@@ -134,6 +145,8 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
     "roi": _roi,
     "composition": _composition,
     "actions": _actions,
+    "programmes": _programmes,
+    "careers": _careers,
 }
 # printed in this order after page 1
 PRINTED = (
@@ -142,7 +155,9 @@ PRINTED = (
     "coverage",
     "gaps",
     "expiring",
+    "programmes",
     "composition",
+    "careers",
     "attrition",
     "incidents",
 )

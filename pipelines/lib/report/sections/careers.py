@@ -1,0 +1,488 @@
+"""Careers: how fast engineers move up the ladder against its time bands, whether certifying is
+followed by promotion, and pay against the bands in aggregate only.
+
+Sources (each optional: a missing mart makes its part say "not available"):
+
+- `time_in_level`: the Kaplan-Meier median months in each level until promotion (all years);
+- `level_progression` (the build file's restricted copy when at hand): engineers at each level,
+  promotions and the share of level stretches outside the band, in one calendar year: the last
+  complete one at the report's quarter, else the latest the data hold (labelled year to date);
+- `promotion_effect`: the promotion hazard ratio of certified engineers, printed through
+  `status_tag` (shown / not shown / not estimable);
+- `salary_bands`, always the PUBLISHED mart (pay rounded, withheld for small groups or groups
+  without spread): the share below the band's low end and the median compa-ratio by level for
+  the report's quarter. No individual figure is ever read or printed.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+from markupsafe import Markup
+
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.report.data import Marts, hidden_in_marts
+from pipelines.lib.report.fmt import (
+    DASH,
+    fig,
+    interval,
+    missing,
+    num,
+    pct,
+    ratio,
+    sentence,
+    usd,
+)
+from pipelines.lib.report.labels import count
+from pipelines.lib.report.quarters import Quarter
+from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
+from pipelines.lib.report.sections.effects import Effect, read_effects, status_tag
+from pipelines.lib.report.sections.programmes import flag, unreadable, usable, value
+from pipelines.lib.report.suppression import is_small, mask_label, suppression_mask
+
+LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
+MARTS = ("time_in_level", "level_progression", "promotion_effect", "salary_bands")
+METRIC = "promotion_hazard_ratio"
+
+
+def level_names(path: Path = LEVELS_SEED) -> dict[int, str]:
+    if not path.is_file():
+        return {}
+    with path.open(encoding="utf-8") as fh:
+        return {int(r["skill_level"]): r["name"] for r in csv.DictReader(fh) if r.get("name")}
+
+
+def _band(lo: float | None, hi: float | None) -> str:
+    if lo is None:
+        return DASH
+    return f"{num(lo)}+" if hi is None else f"{num(lo)}–{num(hi)}"
+
+
+def _year_of(v: object) -> int | None:
+    if missing(v):
+        return None
+    if isinstance(v, date):
+        return v.year
+    try:
+        return int(v)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return pd.Timestamp(v).year  # type: ignore[arg-type]
+
+
+@dataclass
+class Level:
+    level: int
+    name: str = ""
+    band_min: float | None = None
+    band_max: float | None = None
+    # time in level, Kaplan-Meier until promotion
+    median: float | None = None
+    q1: float | None = None
+    q3: float | None = None
+    time_hidden: bool = True
+    time_engineers: float | None = None
+    # the year's progression
+    engineers: float | None = None
+    promotions: float | None = None
+    outside: float | None = None
+    hidden: bool = True
+
+
+@dataclass
+class CareerFacts:
+    levels: dict[int, Level] = field(default_factory=dict)
+    year: int | None = None
+    year_to_date: bool = False
+    promotions: float | None = None  # all levels, the year
+    engineers: float | None = None  # all levels, the year
+    effect: Effect | None = None
+
+
+def _time_in_level(df: pd.DataFrame, levels: dict[int, Level], thr: int) -> None:
+    for r in df.to_dict("records"):
+        lv = levels.setdefault(int(r["skill_level"]), Level(int(r["skill_level"])))
+        lv.band_min = value(r, "band_min_months") if lv.band_min is None else lv.band_min
+        lv.band_max = value(r, "band_max_months") if lv.band_max is None else lv.band_max
+        lv.time_engineers = value(r, "engineers")
+        lv.time_hidden = flag(r, "suppressed") or is_small(lv.time_engineers, thr)
+        if not lv.time_hidden:
+            lv.median, lv.q1, lv.q3 = (value(r, c) for c in ("median_months", "q1_months",
+                                                             "q3_months"))  # fmt: skip
+
+
+def report_year(years: set[int], q: Quarter) -> tuple[int | None, bool]:
+    """The last calendar year complete at the quarter's end, else the latest one the data hold
+    up to then (year to date)."""
+    complete = q.end.year if q.end.month == 12 else q.end.year - 1
+    if complete in years:
+        return complete, False
+    held = [y for y in years if y <= q.end.year]
+    if not held:
+        return None, False
+    y = max(held)
+    return y, y == q.end.year and q.end.month != 12
+
+
+def _progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> None:
+    df = df.copy()
+    df["_year"] = df["year"].map(_year_of)
+    f.year, f.year_to_date = report_year({y for y in df["_year"] if y is not None}, q)
+    if f.year is None:
+        return
+    cur = df[df["_year"] == f.year]
+    sizes = {int(r["skill_level"]): value(r, "engineers") for r in cur.to_dict("records")}
+    # promotions of all levels are printed as a total: complementary suppression
+    mask = suppression_mask(
+        sizes, thr, also_hidden={int(v) for v in hidden_in_marts(cur, "skill_level")}
+    )
+    # a total only from whole rows (the restricted copy), not from rows the marts hid
+    whole = "published_suppressed" in cur.columns or not flag_any(cur)
+    for r in cur.to_dict("records"):
+        lv = f.levels.setdefault(int(r["skill_level"]), Level(int(r["skill_level"])))
+        lv.hidden = mask[lv.level]
+        lv.engineers, lv.promotions = value(r, "engineers"), value(r, "promotions")
+        lv.outside = value(r, "share_outside_band")
+    if whole:
+        f.promotions = float(pd.to_numeric(cur["promotions"], errors="coerce").fillna(0).sum())
+        f.engineers = float(pd.to_numeric(cur["engineers"], errors="coerce").fillna(0).sum())
+
+
+def flag_any(df: pd.DataFrame) -> bool:
+    return "suppressed" in df.columns and bool(df["suppressed"].fillna(False).astype(bool).any())
+
+
+def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
+    rows = []
+    when = f"{f.year}{' to date' if f.year_to_date else ''}" if f.year else ""
+    for lv in sorted(f.levels.values(), key=lambda lv: lv.level):
+        if "time_in_level" not in have:
+            median: Markup | str = "not available"
+        elif lv.time_hidden:
+            median = mask_label(thr)
+        elif lv.median is None:
+            median = "not reached"
+        else:
+            median = sentence(
+                "{m} ({iq})",
+                m=fig(f"level-median-{lv.level}", num(lv.median, 1)),
+                iq=interval(lv.q1, lv.q3, lambda v: num(v, 1)),
+            )
+        h = lv.hidden
+        if "level_progression" not in have or f.year is None:
+            year_cells: list = ["not available"] * 4
+        else:
+            year_cells = [
+                mask_label(thr) if h else num(lv.engineers),
+                mask_label(thr) if h else num(lv.promotions),
+                mask_label(thr) if h or not lv.engineers
+                else pct((lv.promotions or 0) / lv.engineers),
+                mask_label(thr) if h else pct(lv.outside),
+            ]  # fmt: skip
+        rows.append([f"{lv.level} {lv.name}".strip(), _band(lv.band_min, lv.band_max),
+                     median, *year_cells])  # fmt: skip
+    total = None
+    if f.promotions is not None and f.engineers:
+        total = ["All levels", "", "", num(f.engineers),
+                 fig("promotions-year", num(f.promotions)),
+                 pct(f.promotions / f.engineers), ""]  # fmt: skip
+    return table(
+        "Promotion velocity against the ladder's time bands",
+        ["Level", "Band (months)", "Median months in level (quartiles)",
+         f"Engineers at the level, {when}", f"Promotions, {when}",
+         f"Promotion rate, {when}", f"Outside the band, {when}"],
+        rows, total=total, key="careers-ladder",
+        note="Band: how long the ladder expects a level to take (skill level seed). Median "
+        "months in level until promotion, all years (Kaplan-Meier: engineers who left or are "
+        "still at the level count until then; \u201cnot reached\u201d: fewer than half were "
+        "promoted). Promotion rate: promotions ÷ engineers at the level in the year. Outside "
+        "the band: level stretches promoted faster than the band's low end or held past its "
+        "high end, of those whose start is known (marts.level_progression).",
+    )  # fmt: skip
+
+
+# --- pay against the bands -------------------------------------------------------------------
+
+
+@dataclass
+class PayRow:
+    level: int
+    group: str
+    headcount: float | None
+    with_pay: float | None
+    low: float | None
+    high: float | None
+    below: float | None
+    above: float | None
+    compa: float | None
+    hidden: bool
+    withheld: bool
+
+
+def _pay_rows(df: pd.DataFrame, q: Quarter, thr: int) -> list[PayRow]:
+    cur = df[[isinstance(d, date) and q.start <= d <= q.end for d in df["quarter"]]]
+    out = []
+    for r in cur.to_dict("records"):
+        hidden = flag(r, "suppressed") or is_small(value(r, "headcount"), thr)
+        withheld = (
+            hidden
+            or is_small(value(r, "headcount_with_pay"), thr)
+            or (value(r, "share_below_band") is None and value(r, "compa_ratio_median") is None)
+        )
+        out.append(
+            PayRow(
+                int(r["skill_level"]), str(r.get("role_family", "all")),
+                value(r, "headcount"), value(r, "headcount_with_pay"),
+                value(r, "band_low_usd"), value(r, "band_high_usd"),
+                None if withheld else value(r, "share_below_band"),
+                None if withheld else value(r, "share_above_band"),
+                None if withheld else value(r, "compa_ratio_median"),
+                hidden, withheld,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _pay_by_level(rows: list[PayRow]) -> list[list]:
+    """Per level: the published role-family figures combined, weighted by the engineers with
+    pay, over the role families shown (a level's all-roles row when the mart has one)."""
+    out = []
+    for level in sorted({r.level for r in rows}):
+        mine = [r for r in rows if r.level == level]
+        own = [r for r in mine if r.group == "all"]
+        mine = own or mine
+        seen = [r for r in mine if not r.withheld and r.with_pay]
+        n = sum(r.with_pay for r in seen)  # type: ignore[misc]
+        below = sum((r.below or 0) * r.with_pay for r in seen) / n if n else None  # type: ignore[operator]
+        above = sum((r.above or 0) * r.with_pay for r in seen) / n if n else None  # type: ignore[operator]
+        compas = sorted(r.compa for r in seen if r.compa is not None)
+        out.append([level, mine[0].low, mine[0].high, n, below, above, compas,
+                    len(mine) - len(seen), len(mine)])  # fmt: skip
+    return out
+
+
+def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter) -> list[Table]:
+    printed = []
+    for level, low, high, n, below, above, compas, withheld, groups in _pay_by_level(rows):
+        gone = withheld == groups
+        compa = (DASH if not compas else ratio(compas[0]) if len(compas) == 1
+                 else f"{ratio(compas[0])}–{ratio(compas[-1])}")  # fmt: skip
+        printed.append(
+            [
+                f"{level} {names.get(level, '')}".strip(),
+                f"{usd(low)}–{usd(high)}" if high is not None else f"{usd(low)}+",
+                "withheld" if gone else num(n),
+                "withheld" if gone else fig(f"pay-below-band-{level}", pct(below)),
+                "withheld" if gone else pct(above),
+                "withheld" if gone else compa,
+                f"{withheld} of {groups}" if withheld else "none",
+            ]
+        )
+    groups = any(r.group != "all" for r in rows)
+    full_rows, data = [], []
+    for r in sorted(rows, key=lambda r: (r.level, r.group)):
+        h, w = r.hidden, r.withheld
+        full_rows.append(
+            [f"{r.level} {names.get(r.level, '')}".strip(), r.group,
+             mask_label(thr) if h else num(r.headcount),
+             mask_label(thr) if h else ("withheld" if w else num(r.with_pay)),
+             "withheld" if w else pct(r.below), "withheld" if w else pct(r.above),
+             "withheld" if w else ratio(r.compa)]
+        )  # fmt: skip
+        data.append(
+            [r.level, r.group, None if h else r.headcount, None if w else r.with_pay,
+             None if w or r.below is None else round(r.below * 100, 1),
+             None if w or r.above is None else round(r.above * 100, 1),
+             None if w else r.compa, bool(h or w)]
+        )  # fmt: skip
+    note = (
+        "Pay of engineers at the end of the quarter against their level's band, in aggregate "
+        "only, from the published mart (pay rounded to 1,000 USD; withheld where fewer than "
+        f"{thr} engineers have pay or all earn the same). Compa-ratio: pay ÷ the band's "
+        "midpoint, the median of each role family"
+        + (", as a range over the role families shown" if groups else "")
+        + "; shares weighted by the engineers with pay in the role families shown."
+    )
+    out = [
+        table(
+            f"Pay against the level bands, {q.label} (aggregates)",
+            ["Level", "Band", "Engineers with pay", "Below the band's low end",
+             "Above the band's high end", "Median compa-ratio", "Role families withheld"],
+            printed, key="careers-pay", note=note,
+        )
+    ]  # fmt: skip
+    if groups:
+        out.append(
+            table(
+                f"Pay against the level bands by role family, {q.label}",
+                ["Level", "Role family", "Engineers", "Engineers with pay", "Below the band",
+                 "Above the band", "Median compa-ratio"],
+                full_rows, key="careers-pay-all", scope="full",
+                data=Data(
+                    ["Skill level (value)", "Role family", "Engineers (count)",
+                     "Engineers with pay (count)", "Below the band's low end (%)",
+                     "Above the band's high end (%)", "Median compa-ratio (value)",
+                     "Hidden: fewer than the minimum group size or pay withheld (true/false)"],
+                    data,
+                ),
+            )
+        )  # fmt: skip
+    return out
+
+
+# --- certification and promotion ------------------------------------------------------------
+
+
+def promotion_sentence(e: Effect) -> Markup:
+    """The promotion hazard ratio through its status: a number only when it is estimable, a
+    change in words only when it is shown."""
+    tag = status_tag(METRIC, e.status)
+    if e.status == "not_estimable":
+        return sentence(
+            "Certification and promotion ({tag}): {why}; needed: {need}.",
+            tag=tag, why=e.not_estimable_reason, need=e.data_needed,
+        )  # fmt: skip
+    est = sentence(
+        "{e} (95 % interval {ci})",
+        e=fig(f"effect-{METRIC}", ratio(e.estimate)),
+        ci=fig(f"effect-{METRIC}-ci", interval(e.ci_low, e.ci_high)),
+    )
+    if e.status == "shown":
+        more = (e.estimate or 1) >= 1
+        text = sentence(
+            "Certification and promotion ({tag}): in a given month, certified engineers were "
+            "promoted {x} % {how} often than colleagues of the same tenure and level without a "
+            "certification: hazard ratio {est}.",
+            tag=tag, x=f"{abs((e.estimate or 1) - 1) * 100:.0f}", how="more" if more else "less",
+            est=est,
+        )  # fmt: skip
+    else:
+        lo, hi = e.ci_low, e.ci_high
+        why = (
+            "the 95 % interval includes no difference"
+            if lo is not None and hi is not None and lo <= 1 <= hi
+            else "the statistics (marts.promotion_effect) do not count it as a finding"
+        )
+        text = sentence(
+            "Certification and promotion ({tag}): hazard ratio {est} against colleagues of the "
+            "same tenure and level without a certification, but {why}.",
+            tag=tag, est=est, why=why,
+        )  # fmt: skip
+    if e.n_engineers is not None:
+        text += sentence(
+            " Based on {n} and {k}.",
+            n=count("promotion-model-engineers", e.n_engineers),
+            k=count("promotion-model-events", e.n_events),
+        )
+    if e.naive_estimate is not None:
+        text += sentence(
+            " A plain comparison of ever against never certified would say {n}.",
+            n=fig(f"naive-{METRIC}", ratio(e.naive_estimate)),
+        )
+    return text + (
+        " An association, not proof of cause: what leads someone to certify may also lead to "
+        "promotion, and the human resources data do not record it."
+    )
+
+
+def promotion_table(e: Effect) -> Table:
+    """The promotion effect in one row: every figure the sentence quotes, with its status."""
+    est = (
+        sentence(
+            "{e} ({ci})",
+            e=fig(f"effect-{METRIC}", ratio(e.estimate)),
+            ci=fig(f"effect-{METRIC}-ci", interval(e.ci_low, e.ci_high)),
+        )
+        if e.estimable
+        else DASH
+    )
+    row = [
+        "Promotion while certified",
+        est,
+        status_tag(METRIC, e.status),
+        DASH if e.n_engineers is None else fig("promotion-model-engineers", num(e.n_engineers)),
+        DASH if e.n_events is None else fig("promotion-model-events", num(e.n_events)),
+        DASH if e.naive_estimate is None else fig(f"naive-{METRIC}", ratio(e.naive_estimate)),
+    ]
+    return table(
+        "Certification and promotion: monthly promotion rate, certified against not certified",
+        ["Effect", "Hazard ratio (95 % CI)", "Status", "Engineers in the model",
+         "Promotions in the model", "Plain comparison"],
+        [row], key="careers-promotion", note=promotion_sentence(e),
+    )  # fmt: skip
+
+
+def careers_section(
+    marts: Marts, q: Quarter, thr: int, levels_path: Path = LEVELS_SEED
+) -> tuple[Section, CareerFacts | None]:
+    sid, title = "careers", "Careers: levels, promotions and pay"
+    have = {m for m in MARTS if usable(marts, m) is not None}
+    if not have:
+        why = (
+            "Not available: the marts " + ", ".join(MARTS) + " are missing or lack the "
+            "columns the report reads."
+        )
+        return unavailable(sid, title, why), None
+    names = level_names(levels_path)
+    f = CareerFacts()
+    til = usable(marts, "time_in_level")
+    if til is not None:
+        _time_in_level(til, f.levels, thr)
+    lp = usable(marts, "level_progression")
+    if lp is not None:
+        _progression(lp, f, q, thr)
+    for lv in f.levels.values():
+        lv.name = names.get(lv.level, "")
+    eff = read_effects(usable(marts, "promotion_effect"))
+    f.effect = eff.get(METRIC)
+    tables: list[Table] = []
+    if f.levels:
+        tables.append(_ladder_table(f, thr, have))
+    sb = usable(marts, "salary_bands")
+    pay = _pay_rows(sb, q, thr) if sb is not None else []
+    if pay:
+        tables += _pay_tables(pay, names, thr, q)
+    notes: list = []
+    if f.effect is not None:
+        tables.append(promotion_table(f.effect))
+    bad = unreadable(marts, MARTS)
+    gone = [m for m in MARTS if m not in have and not any(b.startswith(m) for b in bad)] + bad
+    if sb is not None and not pay:
+        gone.append(f"salary_bands for {q.label}")
+    if gone:
+        notes.append(f"Not available: {', '.join(gone)}.")
+    order = ["careers-ladder", "careers-promotion", "careers-pay", "careers-pay-all"]
+    section = Section(sid, title, True, _lead(f, thr), [], tables, notes, order=order)
+    return section, f
+
+
+def _lead(f: CareerFacts, thr: int) -> Markup:
+    text = Markup("")
+    if f.promotions is not None and f.year is not None:
+        text += sentence(
+            "{n} {when} across the {k} levels.",
+            n=count("promotions-year", f.promotions),
+            k=len(f.levels),
+            when=f"({f.year} to date)" if f.year_to_date else f"({f.year})",
+        )
+    timed = [lv for lv in f.levels.values() if lv.median is not None and lv.band_max is not None]
+    slow = [lv for lv in timed if lv.median > lv.band_max]  # type: ignore[operator]
+    if timed:
+        text += sentence(
+            " {what}",
+            what=sentence(
+                "Engineers stayed longer than the ladder's band at level {lv} (median {m} "
+                "months in level).",
+                lv=", ".join(str(lv.level) for lv in slow),
+                m=Markup(", ").join(
+                    fig(f"level-median-{lv.level}", num(lv.median, 1)) for lv in slow
+                ),
+            )
+            if slow
+            else "At every level with a figure, the median time in level is within the "
+            "ladder's band or shorter.",
+        )
+    return text
