@@ -300,7 +300,7 @@ def salary_mart(quarter_end: date = Q.end) -> pd.DataFrame:
         hide = small or withheld
         low, high = {1: (75000, 95000), 2: (95000, 125000), 3: (125000, 175000),
                      4: (175000, 250000), 5: (250000, 400000)}[lv]  # fmt: skip
-        rows.append(dict(skill_level=lv, role_family=fam, quarter=quarter_end,
+        rows.append(dict(skill_level=lv, role_family=fam, quarter_end=quarter_end,
                          headcount=None if small else n,
                          headcount_with_pay=None if hide else with_pay,
                          band_low_usd=low, band_high_usd=high,

@@ -3,7 +3,8 @@
 -- cell marts.level_mix hides on the same day (the headcount is the same figure). Lines, as in
 -- level_mix: the levels of a role family and the role families of a level add up. Pay is
 -- rounded (1,000 USD; compa ratio 0.01) and withheld where fewer than min_group_size people have
--- pay or all of them earn the same (the quantiles would be each person's pay).
+-- pay, all of them earn the same, or the middle half earns the same rounded amount (the
+-- quartiles would then show what those people earn).
 with detail as (
     select * from {{ ref('restricted_salary_bands') }}
 ),
@@ -55,6 +56,9 @@ withheld as (
             when headcount_with_pay < {{ min_group_size() }}
                 then 'fewer than {{ min_group_size() }} people with pay'
             when pay_without_spread then 'no spread: everyone with pay earns the same'
+            -- the middle half earning one rounded amount: the quartiles would show that pay
+            when {{ round_to('pay_p25_usd', 1000) }} = {{ round_to('pay_p75_usd', 1000) }}
+                then 'no spread: the middle half of the group earns the same rounded pay'
         end as pay_withheld_reason
     from suppressed
 ),

@@ -223,7 +223,8 @@ class PayRow:
 
 
 def _pay_rows(df: pd.DataFrame, q: Quarter, thr: int) -> list[PayRow]:
-    cur = df[[isinstance(d, date) and q.start <= d <= q.end for d in df["quarter"]]]
+    days = pd.to_datetime(df["quarter"]).dt.date  # quarter_end comes from the file as a timestamp
+    cur = df[[isinstance(d, date) and q.start <= d <= q.end for d in days]]
     out = []
     for r in cur.to_dict("records"):
         hidden = flag(r, "suppressed") or is_small(value(r, "headcount"), thr)

@@ -74,7 +74,10 @@ REQUIRED = {
     "promotion_effect": ("metric", "estimate"),
 }
 # other names a column may have
-ALIASES = {"level_progression": {"calendar_year": "year"}}
+ALIASES = {
+    "level_progression": {"calendar_year": "year"},
+    "salary_bands": {"quarter_end": "quarter"},  # the mart is dated by the quarter's last day
+}
 
 
 def usable(marts: Marts, name: str) -> pd.DataFrame | None:
