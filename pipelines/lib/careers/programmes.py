@@ -228,10 +228,13 @@ def _too_small(
         ]
     needs = [n for n in needs if n]
     if needs:
-        have = "; ".join(f"{side}: {n} engineers, {k} {what}" for side, (n, k) in counts.items())
+        # counts as "noun: figures", never "<n> engineers": the report names each count once
+        people = ", ".join(f"{side} {n}" for side, (n, _) in counts.items())
+        events = ", ".join(f"{side} {k}" for side, (_, k) in counts.items())
         e.not_estimable(
-            f"too few to compare {prog} with {REFERENCE} ({have}; minimum {min_group_size} "
-            f"engineers and {MIN_EVENTS} {what} on each side)",
+            f"too few to compare {prog} with {REFERENCE} (engineers: {people}; {what}: "
+            f"{events}; each side needs engineers >= {min_group_size} and {what} >= "
+            f"{MIN_EVENTS})",
             "; ".join(needs),
         )
     return bool(needs)
@@ -402,9 +405,9 @@ def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
         needs = [n for n in needs if n]
         if needs:
             e.not_estimable(
-                f"too few first attempts to compare {p} with {REFERENCE}: {len(g)} and "
-                f"{len(ref)} (minimum {k} engineers, {MIN_EVENTS} passed and {MIN_EVENTS} "
-                "failed first attempts on each side)",
+                f"too few first attempts to compare {p} with {REFERENCE} (first attempts: "
+                f"{p} {len(g)}, {REFERENCE} {len(ref)}; each side needs engineers >= {k}, "
+                f"passed and failed first attempts >= {MIN_EVENTS} each)",
                 "; ".join(needs),
             )
             continue

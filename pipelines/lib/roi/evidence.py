@@ -126,6 +126,9 @@ class Component:
     low: float | None = None
     high: float | None = None
     why: str = ""
+    # of an unavailable return: the effects it rests on that could not be estimated (the others
+    # keep their own status, which is not this return's)
+    missing: tuple[str, ...] = ()
 
 
 def _part_label(item_label: str, metrics: tuple[str, ...], split: bool) -> str:
@@ -175,7 +178,11 @@ def components(
                 f"{m.replace('_', ' ')} not estimable: {effects[m].reason if m in effects else 'no row'}"
                 for m in missing
             )
-            out.append(Component(li.item, li.label, "unavailable", metrics, None, why=why))
+            out.append(
+                Component(
+                    li.item, li.label, "unavailable", metrics, None, why=why, missing=tuple(missing)
+                )
+            )
             continue
         shown = tuple(m for m in metrics if effects[m].shown)
         hidden = tuple(m for m in metrics if not effects[m].shown)

@@ -302,7 +302,8 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
     note = (
         "Pay of engineers at the end of the quarter against their level's band, in aggregate "
         "only, from the published mart (pay rounded to 1,000 USD; withheld where fewer than "
-        f"{thr} engineers have pay or all earn the same). Compa-ratio: pay ÷ the band's "
+        f"{thr} in a group have pay, or all of them or the middle half of them earn the same). "
+        "Compa-ratio: pay ÷ the band's "
         "midpoint, the median of each role family"
         + (", as a range over the role families shown" if groups else "")
         + "; shares weighted by the engineers with pay in the role families shown."

@@ -289,13 +289,16 @@ def evidence_cell(c: Component) -> Markup:
     if c.evidence == "assumed":
         return sentence("assumed: {why}", why=c.why)
     status = EVIDENCE_STATUS[c.evidence]
+    # an unavailable return names the effects that are not estimable; an effect it also rests
+    # on that was estimated keeps its own status, stated where that effect is reported
+    metrics = c.missing if c.evidence == "unavailable" and c.missing else c.rests_on
     tags = Markup(", ").join(
         sentence(
             "{label} {tag}",
             label=EFFECT_TEXT.get(m, (nice(m),))[0].lower(),
             tag=status_tag(m, status, EVIDENCE_WORDS),
         )
-        for m in c.rests_on
+        for m in metrics
     )
     return tags
 
