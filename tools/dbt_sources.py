@@ -29,7 +29,8 @@ HEADER = (
 )
 PYTHON_HEADER = (
     "# Generated from the descriptions in pipelines/lib/effects/result.py,\n"
-    "# pipelines/lib/deliveries.py and pipelines/lib/roi/warehouse.py by\n"
+    "# pipelines/lib/careers/result.py, pipelines/lib/deliveries.py and\n"
+    "# pipelines/lib/roi/warehouse.py by\n"
     "# `python -m tools.dbt_sources`; do not edit.\n"
 )
 LINEAGE = {
@@ -101,14 +102,23 @@ def render() -> str:
 def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     """(table, description, column descriptions) of every mart a Python asset writes."""
     from pipelines.lib import deliveries
+    from pipelines.lib.careers.result import MART_DESCRIPTIONS
     from pipelines.lib.effects import result
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
 
-    return [
-        ("certification_effect", result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
-        ("certification_event_study", result.EVENT_STUDY_TABLE, result.EVENT_STUDY_DESCRIPTIONS),
-        ("source_deliveries", deliveries.DESCRIPTION, deliveries.COLUMNS),
-    ] + [(name, TABLE_COMMENTS[name], COLUMN_COMMENTS[name]) for name in TABLE_COMMENTS]
+    return (
+        [
+            ("certification_effect", result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+            (
+                "certification_event_study",
+                result.EVENT_STUDY_TABLE,
+                result.EVENT_STUDY_DESCRIPTIONS,
+            ),
+            ("source_deliveries", deliveries.DESCRIPTION, deliveries.COLUMNS),
+        ]
+        + [(name, *MART_DESCRIPTIONS[name]) for name in MART_DESCRIPTIONS]
+        + [(name, TABLE_COMMENTS[name], COLUMN_COMMENTS[name]) for name in TABLE_COMMENTS]
+    )
 
 
 def render_python_marts() -> str:
@@ -127,7 +137,8 @@ def render_python_marts() -> str:
                 "name": "python_marts",
                 "description": "Marts written by the pipeline's Python assets into schema marts "
                 "of the build file after dbt (statistics: certification_effect, "
-                "certification_event_study; deliveries: source_deliveries; ROI: roi_*) and "
+                "certification_event_study, time_to_certify, programme_comparison, "
+                "programme_costs, time_in_level, promotion_effect; deliveries: source_deliveries; ROI: roi_*) and "
                 "published with the dbt marts.",
                 "schema": "marts",
                 "tables": tables,

@@ -25,6 +25,7 @@ def build_definitions(
     """The whole graph over `settings`; `environ` names what came from the environment."""
     from pipelines.defs import (
         automation,
+        careers,
         dbt,
         deliveries,
         effects,
@@ -42,7 +43,18 @@ def build_definitions(
         # take the resources built from this run's settings.
         warnings.simplefilter("ignore", dg.PreviewWarning)
         parts = dg.load_definitions_from_modules(
-            [ingestion, dbt, deliveries, effects, roi, quality, publish, report, automation],
+            [
+                ingestion,
+                dbt,
+                deliveries,
+                effects,
+                careers,
+                roi,
+                quality,
+                publish,
+                report,
+                automation,
+            ],
             resources={
                 "talent": TalentResource.from_settings(settings, environ),
                 "dbt": dbt.dbt_resource(),

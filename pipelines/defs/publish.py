@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from pipelines.defs import dbt, deliveries, effects, roi, versions
+from pipelines.defs import careers, dbt, deliveries, effects, roi, versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PostgresPublish, PublishError, publish
 
@@ -25,6 +25,7 @@ MART_KEYS = sorted(
             dbt.warehouse_dbt,
             deliveries.source_deliveries,
             effects.certification_statistics,
+            careers.programme_career_statistics,
             roi.roi_tables,
         )
         for key in assets.keys

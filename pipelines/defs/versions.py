@@ -59,6 +59,7 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
     ),
     "warehouse__dbt_docs": ("min_group_size", "scope_division"),
     "certification_statistics": ("min_group_size",),
+    "programme_career_statistics": ("min_group_size", "assumptions"),
     "roi_tables": ("assumptions",),
     "warehouse__published": ("min_group_size", "publish_dsn", "publish_reader_role"),
     "report__quarterly_talent_report": ("min_group_size", "assumptions"),

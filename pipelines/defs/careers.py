@@ -1,0 +1,177 @@
+"""Dagster wiring for the programme and career statistics (logic: `pipelines/lib/careers/`).
+
+Reads the programme episodes (`intermediate.int_programme_episodes`) and the statistics'
+complete-month panels (`int_engineer_months_complete`, `int_incident_responses_complete`)
+read-only from the build file, prices the programmes with the base values of the assumptions
+file, and writes five marts into schema `marts` of the same file with their descriptions as
+comments. Kept under the same rule as the certification statistics (`versions.assess`): the
+panels, the episodes, the code and the settings it reads (min_group_size, the assumptions
+file) unchanged leave the marts as they are.
+"""
+
+import dagster as dg
+
+from pipelines.defs import versions
+from pipelines.defs.effects import _number, select_used
+from pipelines.defs.resources import TalentResource
+from pipelines.lib import db
+
+# pandas, pyarrow and the statistics (SciPy, lifelines, statsmodels) are imported when the
+# asset runs: loading the definitions should not pay for them.
+
+EPISODES_KEY = dg.AssetKey(["intermediate", "int_programme_episodes"])
+MONTHS_KEY = dg.AssetKey(["intermediate", "int_engineer_months_complete"])
+INCIDENTS_KEY = dg.AssetKey(["intermediate", "int_incident_responses_complete"])
+INPUT_KEYS = [EPISODES_KEY, MONTHS_KEY, INCIDENTS_KEY]
+# the careers package estimates with pipelines.lib.effects: both are the code
+CODE_VERSION = versions.source_version("pipelines.lib.careers", "pipelines.lib.effects")
+MART_KEYS = {
+    name: dg.AssetKey(["marts", name])
+    for name in (
+        "time_to_certify",
+        "programme_comparison",
+        "programme_costs",
+        "time_in_level",
+        "promotion_effect",
+    )
+}
+# what each mart is computed from (the step reads all three and recomputes all five together)
+DEPS = {
+    "time_to_certify": [EPISODES_KEY],
+    "programme_comparison": INPUT_KEYS,
+    "programme_costs": [EPISODES_KEY],
+    "time_in_level": [MONTHS_KEY],
+    "promotion_effect": [MONTHS_KEY],
+}
+DESCRIPTIONS = {
+    "time_to_certify": "Kaplan-Meier time from first enrolment to certification by programme, "
+    "track and cohort (median, quartiles, shares certified within 6 and 12 months).",
+    "programme_comparison": "Each programme against online courses, adjusted for level, tenure "
+    "and track: time to certify, first-attempt pass odds, voluntary exit, and the incident and "
+    "MTTR ratios of the engineers it certified; naive figures beside.",
+    "programme_costs": "Fees, exam fees and time priced with the assumptions file, per "
+    "programme and track, and per certification earned.",
+    "time_in_level": "Kaplan-Meier months at each skill level until promotion, against the "
+    "ladder's time bands.",
+    "promotion_effect": "Cox hazard ratio of promotion while certified vs not, at equal tenure "
+    "and level, with the naive ever-vs-never figure beside.",
+}
+
+
+def _write(con, table: str, df) -> None:
+    """Create or replace `marts.<table>` with its descriptions as comments; Arrow turns NaN and
+    pandas' NA into SQL NULL."""
+    import pyarrow as pa
+
+    from pipelines.lib.careers import MART_DESCRIPTIONS
+
+    arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
+    con.execute("create schema if not exists marts")
+    con.execute(f"create or replace table marts.{table} as select * from arrow")
+    db.describe(con, f"marts.{table}", *MART_DESCRIPTIONS[table])
+
+
+def comparison_metadata(frame) -> dict:
+    """One JSON entry per programme: its metrics' estimates, intervals and naive figures."""
+    import pandas as pd
+
+    meta: dict = {}
+    for programme, rows in frame.groupby("programme_type", sort=False):
+        meta[f"vs_online/{programme}"] = dg.MetadataValue.json(
+            {
+                row.metric: {
+                    "estimate": _number(row.estimate),
+                    "ci_low": _number(row.ci_low),
+                    "ci_high": _number(row.ci_high),
+                    "naive_estimate": _number(row.naive_estimate),
+                    "estimable": bool(row.estimable),
+                    "finding": bool(row.finding),
+                    "not_estimable_reason": None
+                    if pd.isna(row.not_estimable_reason)
+                    else str(row.not_estimable_reason),
+                }
+                for row in rows.itertuples(index=False)
+            }
+        )
+    return meta
+
+
+def _metadata(name: str, df) -> dict:
+    meta: dict = {"dagster/row_count": len(df)}
+    if "suppressed" in df:
+        meta["suppressed_rows"] = int(df["suppressed"].sum())
+    if name == "programme_comparison":
+        meta |= comparison_metadata(df)
+        meta["estimable_rows"] = int(df["estimable"].sum())
+    if name == "promotion_effect" and len(df):
+        row = df.iloc[0]
+        meta |= {
+            "estimate": _number(row["estimate"]),
+            "ci_low": _number(row["ci_low"]),
+            "ci_high": _number(row["ci_high"]),
+            "naive_estimate": _number(row["naive_estimate"]),
+            "estimable": bool(row["estimable"]),
+        }
+    if name == "time_to_certify":
+        overall = df[(df["cohort"] == "all") & ~df["suppressed"]]
+        meta["groups_with_median"] = int(overall["median_months"].notna().sum())
+    return meta
+
+
+@dg.multi_asset(
+    name="programme_career_statistics",
+    group_name="statistics",
+    specs=[
+        dg.AssetSpec(
+            key,
+            deps=DEPS[name],
+            description=DESCRIPTIONS[name],
+            kinds={"python", "duckdb"},
+            code_version=CODE_VERSION,
+        )
+        for name, key in MART_KEYS.items()
+    ],
+)
+def programme_career_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Estimates the programme and career statistics, unless their inputs, code and settings
+    are those the marts in the build file were estimated from (`versions.assess`)."""
+    s = talent.settings
+    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    if verdict.kept:
+        context.log.info(
+            "episodes, panels, code and settings unchanged: the programme and career "
+            f"statistics estimated in run {', '.join(verdict.computed_in())} are kept"
+        )
+        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
+        return
+    context.log.info(f"estimating: {verdict.reasons()}")
+    from pipelines.lib import careers
+    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
+    from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
+
+    try:
+        prices = base_params(load_assumptions(s.assumptions_file))
+    except RoiInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    with db.connect(s.build_db, read_only=True) as con:
+        months, incidents = (
+            con.execute(select_used(con, table)).df()
+            for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
+        )
+        present = {row[0] for row in con.execute(f"describe {careers.EPISODES}").fetchall()}
+        columns = [f'"{c}"' for c in careers.EPISODE_USED_COLUMNS if c in present]
+        episodes = con.execute(f"select {', '.join(columns)} from {careers.EPISODES}").df()
+    try:
+        frames = {
+            **careers.programme_statistics(episodes, months, incidents, s.min_group_size),
+            "programme_costs": careers.programme_costs(episodes, prices, s.min_group_size),
+            **careers.career_statistics(months, s.min_group_size),
+        }
+    except StatsInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    with db.connect(s.build_db) as con:
+        for name in MART_KEYS:
+            _write(con, name, frames[name])
+    for name, key in MART_KEYS.items():
+        context.log.info(f"marts.{name}: {len(frames[name])} rows")
+        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(name, frames[name]))

@@ -1,0 +1,649 @@
+"""Which programme certifies engineers fastest, and what else differs between programmes.
+
+* ``time_to_certify``: Kaplan-Meier of months from the first enrolment of an episode to the
+  certification of its track, per programme, track and cohort.
+* ``programme_comparison``: each programme against online courses (the reference), adjusted
+  for who was sent (skill level and tenure at entry, track): Weibull accelerated failure time
+  for time to certify, logistic regression for first-attempt passes, Cox for voluntary exit
+  after entry; and the within-engineer incident and MTTR ratios of ``pipelines.lib.effects``
+  for the engineers whose first certification came through the programme.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from pipelines.lib.careers.result import (
+    MIN_DURATION_MONTHS,
+    PROGRAMMES,
+    REFERENCE,
+    UNKNOWN,
+    cohort_label,
+    suppress,
+)
+from pipelines.lib.effects.fit import CONFIDENCE
+from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
+
+MIN_EVENTS = 10  # certifications / first attempts of each outcome / exits, per side
+Z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
+
+ADJUSTED_FOR = (
+    "skill level at entry (one indicator per level, unknown its own level), tenure at entry "
+    "(years) and the certification track (one indicator per track)"
+)
+THREATS = (
+    "Programmes are compared between engineers: adjusting for level, tenure and track removes "
+    "the differences the HR data records in who was sent where, not those it does not record "
+    "(motivation, a manager's judgement of who is ready, prior experience outside the company)."
+)
+
+
+# --------------------------------------------------------------------------------------------
+# time to certify (Kaplan-Meier)
+# --------------------------------------------------------------------------------------------
+
+TIME_TO_CERTIFY_COLUMNS = (
+    "programme_type",
+    "certification_code",
+    "cohort",
+    "participants",
+    "certified",
+    "median_months",
+    "q1_months",
+    "q3_months",
+    "median_ci_low",
+    "median_ci_high",
+    "certified_within_6m_share",
+    "certified_within_12m_share",
+    "suppressed",
+    "suppression_reason",
+)
+TTC_MEASURES = [c for c in TIME_TO_CERTIFY_COLUMNS[4:12]]
+
+
+def _reached(x) -> float:
+    x = float(x)
+    return x if np.isfinite(x) else math.nan
+
+
+def km_summary(months: np.ndarray, event: np.ndarray) -> dict[str, float]:
+    """Median, quartiles, the median's 95 % interval and the shares certified by 6 and 12
+    months of one group (lifelines Kaplan-Meier; NaN where the curve does not get there)."""
+    from lifelines import KaplanMeierFitter
+    from lifelines.utils import median_survival_times, qth_survival_times
+
+    kmf = KaplanMeierFitter(alpha=1 - CONFIDENCE)
+    kmf.fit(months, event_observed=event)
+    ci = median_survival_times(kmf.confidence_interval_)
+    # the columns are the lower and upper bands of S(t); the band that lies lower reaches one
+    # half first, so it gives the lower end of the median's interval
+    ends = sorted(_reached(v) if np.isfinite(v) else math.inf for v in ci.to_numpy().ravel())
+    followed = float(np.max(months)) if len(months) else 0.0
+    reached_zero = float(kmf.survival_function_.iloc[-1, 0]) == 0.0
+
+    def share(t: float) -> float:
+        if followed < t and not reached_zero:
+            return math.nan
+        return 1.0 - float(kmf.survival_function_at_times(t).iloc[0])
+
+    return {
+        "median_months": _reached(kmf.median_survival_time_),
+        # the step function's own quantiles: the first time S(t) is at or below 0.75 / 0.25
+        "q1_months": _reached(qth_survival_times(0.75, kmf.survival_function_)),
+        "q3_months": _reached(qth_survival_times(0.25, kmf.survival_function_)),
+        "median_ci_low": ends[0] if np.isfinite(ends[0]) else math.nan,
+        "median_ci_high": ends[1] if np.isfinite(ends[1]) else math.nan,
+        "certified_within_6m_share": share(6.0),
+        "certified_within_12m_share": share(12.0),
+    }
+
+
+def track_suppression(ep: pd.DataFrame, min_group_size: int) -> pd.Series:
+    """Which (programme_type, certification_code) groups are hidden in ``programme_costs``
+    (small, or complementary to the programme's 'all' row): ``time_to_certify`` hides their
+    'all' cohort too, so the two marts never give each other's hidden groups away. Indexed by
+    (programme_type, certification_code)."""
+    from pipelines.lib.careers.costs import cost_groups
+
+    groups = cost_groups(ep)
+    hidden = suppress(groups, "participants", min_group_size, lines=[["programme_type"]])
+    hidden = hidden[hidden["certification_code"] != "all"]
+    return pd.Series(
+        hidden["suppressed"].to_numpy(),
+        index=pd.MultiIndex.from_frame(hidden[["programme_type", "certification_code"]]),
+    )
+
+
+def time_to_certify(ep: pd.DataFrame, min_group_size: int) -> pd.DataFrame:
+    ep = ep.assign(cohort=cohort_label(ep["cohort_quarter"]))
+    rows = []
+    for (prog, code), g in ep.groupby(["programme_type", "certification_code"], sort=True):
+        parts = [("all", g)] + [(c, gc) for c, gc in g.groupby("cohort", sort=True)]
+        for cohort, gc in parts:
+            row = {
+                "programme_type": prog,
+                "certification_code": code,
+                "cohort": cohort,
+                "participants": len(gc),
+                "certified": int(gc["certified"].sum()),
+            }
+            if len(gc) >= min_group_size:
+                row |= km_summary(gc["months"].to_numpy(), gc["certified"].to_numpy())
+            rows.append(row)
+    df = pd.DataFrame(rows, columns=[c for c in TIME_TO_CERTIFY_COLUMNS[:-2]])
+    for c in TTC_MEASURES[1:]:
+        df[c] = df[c].astype("float64")
+    df["participants"] = df["participants"].astype("int64")
+    df["certified"] = df["certified"].astype("int64")
+    tracks = track_suppression(ep, min_group_size)
+    keys = pd.MultiIndex.from_frame(df[["programme_type", "certification_code"]])
+    also = pd.Series(tracks.reindex(keys).fillna(False).to_numpy(dtype=bool), index=df.index)
+    also &= df["cohort"].eq("all")
+    out = suppress(
+        df,
+        "participants",
+        min_group_size,
+        lines=[["programme_type", "certification_code"]],
+        measures=TTC_MEASURES,
+        also_hidden=also,
+        also_reason="complementary: hidden in programme_costs, whose programme row would give "
+        "it back by subtraction",
+    )
+    for c in ("programme_type", "certification_code", "cohort"):
+        out[c] = out[c].astype("string")
+    return out[list(TIME_TO_CERTIFY_COLUMNS)].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# programme comparison: the design shared by the three between-engineer models
+# --------------------------------------------------------------------------------------------
+
+
+def design(ep: pd.DataFrame, programmes: list[str], adjusted: bool) -> pd.DataFrame:
+    """Programme indicators (online = all zero) and, when ``adjusted``, level indicators,
+    tenure at entry (years, missing = the median, with an indicator) and track indicators.
+    Columns that do not vary are dropped."""
+    cols = {f"programme={p}": (ep["programme_type"] == p).astype(float) for p in programmes}
+    if adjusted:
+        levels = sorted(ep["skill_level"].unique())
+        for lv in levels[1:]:
+            cols[f"level={int(lv)}"] = (ep["skill_level"] == lv).astype(float)
+        tenure = ep["tenure"]
+        if tenure.isna().any():
+            cols["tenure_unknown"] = tenure.isna().astype(float)
+        cols["tenure_years"] = tenure.fillna(tenure.median() if tenure.notna().any() else 0) / 12
+        codes = sorted(ep["certification_code"].unique())
+        for code in codes[1:]:
+            cols[f"track={code}"] = (ep["certification_code"] == code).astype(float)
+    x = pd.DataFrame(cols, index=ep.index)
+    keep = [c for c in x.columns if x[c].nunique() > 1 or c.startswith("programme=")]
+    return x[keep]
+
+
+def _first_line(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _wald(b: float, se: float) -> tuple[float, float, float]:
+    return math.exp(b), math.exp(b - Z * se), math.exp(b + Z * se)
+
+
+def _quiet(fit, *args, **kwargs) -> list[str]:
+    """Run ``fit``; warnings come back as text, a convergence warning as an exception."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(*args, **kwargs)
+    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
+    if bad:
+        raise ArithmeticError(str(bad[0].message).split("\n")[0])
+    return sorted({str(w.message).split("\n")[0] for w in caught})
+
+
+def _usable(e: Effect, b: float, se: float, events: str) -> bool:
+    if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0:
+        e.not_estimable(
+            f"the model gives no usable interval (log ratio {b:.2f}, standard error {se:.2f})",
+            f"about {max(e.n_events, MIN_EVENTS)} more {events} (twice as many as now)",
+        )
+        return False
+    return True
+
+
+def _too_small(
+    e: Effect, prog: str, counts: dict[str, tuple[int, int]], what: str, min_group_size: int
+) -> bool:
+    """Minimums: ``min_group_size`` engineers and ``MIN_EVENTS`` events in the programme and
+    in the reference. ``counts``: side -> (engineers, events)."""
+    needs = []
+    for side, (engineers, events) in counts.items():
+        needs += [
+            shortfall(engineers, min_group_size, f"engineers in {side}"),
+            shortfall(events, MIN_EVENTS, f"{what} in {side}"),
+        ]
+    needs = [n for n in needs if n]
+    if needs:
+        have = "; ".join(f"{side}: {n} engineers, {k} {what}" for side, (n, k) in counts.items())
+        e.not_estimable(
+            f"too few to compare {prog} with {REFERENCE} ({have}; minimum {min_group_size} "
+            f"engineers and {MIN_EVENTS} {what} on each side)",
+            "; ".join(needs),
+        )
+    return bool(needs)
+
+
+# --------------------------------------------------------------------------------------------
+# time to certify ratio (Weibull AFT)
+# --------------------------------------------------------------------------------------------
+
+TTC_METHOD = (
+    "Weibull accelerated failure time model (lifelines WeibullAFTFitter) of months from the "
+    "first enrolment to certification, episodes not certified censored when they leave scope "
+    "or at the as-of date; covariates: one indicator per programme (online the reference), "
+    f"{ADJUSTED_FOR}. exp(coefficient) of the programme's indicator is the time ratio: the "
+    "factor by which the programme stretches (above 1) or shortens (below 1) the time to "
+    "certify of a comparable engineer on the same track. Wald 95 % interval. Episodes of "
+    "courses not in the catalogue (programme unknown) are left out."
+)
+TTC_NAIVE = (
+    "the same Weibull model with the programme indicators only (who was sent where not taken "
+    "into account); exp(coefficient), Wald 95 % interval"
+)
+TTC_COMPARISON = (
+    "episodes of the programme vs online episodes, at equal skill level, tenure at entry and track"
+)
+
+
+def _aft(ep: pd.DataFrame, x: pd.DataFrame):
+    from lifelines import WeibullAFTFitter
+
+    df = x.assign(
+        duration=np.maximum(ep["months"].to_numpy(), MIN_DURATION_MONTHS),
+        event=ep["certified"].astype(int).to_numpy(),
+    )
+    aft = WeibullAFTFitter(alpha=1 - CONFIDENCE)
+    notes = _quiet(aft.fit, df, duration_col="duration", event_col="event")
+    return aft, notes
+
+
+def _aft_ratio(aft, name: str) -> tuple[float, float]:
+    key = ("lambda_", name)
+    return float(aft.params_[key]), float(aft.standard_errors_[key])
+
+
+def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
+    out = {
+        p: Effect("time_to_certify_ratio", TTC_METHOD, TTC_COMPARISON, TTC_NAIVE)
+        for p in out_programmes(programmes)
+    }
+    ref = ep[ep["programme_type"] == REFERENCE]
+    ref_counts = (ref["person_key"].nunique(), int(ref["certified"].sum()))
+    fitted = {}
+    for adjusted in (False, True):
+        try:
+            fitted[adjusted] = _aft(ep, design(ep, programmes, adjusted))
+        except Exception as exc:  # lifelines raises several convergence error types
+            fitted[adjusted] = exc
+    for p, e in out.items():
+        g = ep[ep["programme_type"] == p]
+        e.n_engineers = g["person_key"].nunique() + ref_counts[0]
+        e.n_events = int(g["certified"].sum()) + ref_counts[1]
+        e.threats = THREATS
+        if not isinstance(fitted[False], Exception) and p in programmes:
+            b, se = _aft_ratio(fitted[False][0], f"programme={p}")
+            if np.isfinite(se):
+                e.naive = _wald(b, se)
+        counts = {p: (g["person_key"].nunique(), int(g["certified"].sum())), REFERENCE: ref_counts}
+        if _too_small(e, p, counts, "certifications", k):
+            continue
+        if isinstance(fitted[True], Exception):
+            e.not_estimable(f"the Weibull model did not converge ({_first_line(fitted[True])})")
+            continue
+        aft, notes = fitted[True]
+        b, se = _aft_ratio(aft, f"programme={p}")
+        if not _usable(e, b, se, "certifications"):
+            continue
+        e.estimate, e.ci_low, e.ci_high = _wald(b, se)
+        e.caveats.append(
+            interval_words(e, f"Compared with online courses, {p} takes")
+            + f" Based on {counts[p][1]} certifications in {p} and {ref_counts[1]} online. "
+            "Assumes the programme stretches or shortens the whole distribution of times by "
+            "one factor (accelerated failure time) with a Weibull shape."
+        )
+        e.caveats += [f"The Weibull fit warned: {n}" for n in notes]
+    return out
+
+
+def out_programmes(programmes: list[str]) -> list[str]:
+    """The programmes that get rows: every type in the data but online and unknown, the
+    contract's four first."""
+    return [p for p in PROGRAMMES if p in programmes] + sorted(
+        p for p in programmes if p not in PROGRAMMES
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# first-attempt pass odds ratio (logistic regression)
+# --------------------------------------------------------------------------------------------
+
+PASS_METHOD = (
+    "Logistic regression (statsmodels Logit) of passing the first exam attempt of the track, "
+    "among episodes with an attempt; covariates: one indicator per programme (online the "
+    f"reference), {ADJUSTED_FOR}. exp(coefficient) of the programme's indicator is the odds "
+    "ratio; standard errors clustered by engineer (an engineer can have episodes on several "
+    "tracks); 95 % Wald interval."
+)
+PASS_NAIVE = (
+    "unadjusted odds ratio: odds of passing the first attempt in the programme / online "
+    "(logistic regression with the programme indicators only, clustered by engineer)"
+)
+PASS_COMPARISON = (
+    "first attempts of the programme's episodes vs online episodes, at equal skill level, "
+    "tenure at entry and track"
+)
+
+
+def _logit(d: pd.DataFrame, x: pd.DataFrame):
+    import statsmodels.api as sm
+
+    exog = sm.add_constant(x.to_numpy(dtype=float), has_constant="add")
+    model = sm.Logit(d["first_pass"].astype(float).to_numpy(), exog)
+    groups = pd.factorize(d["person_key"])[0]
+    holder = {}
+
+    def fit():
+        holder["res"] = model.fit(
+            disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": groups}
+        )
+
+    notes = _quiet(fit)
+    res = holder["res"]
+    if not res.mle_retvals.get("converged", True):
+        raise ArithmeticError("the logistic regression did not converge")
+    names = ["const", *x.columns]
+    return dict(zip(names, res.params, strict=True)), dict(zip(names, res.bse, strict=True)), notes
+
+
+def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
+    d = ep[ep["has_attempt"]]
+    out = {
+        p: Effect("first_pass_odds_ratio", PASS_METHOD, PASS_COMPARISON, PASS_NAIVE)
+        for p in out_programmes(programmes)
+    }
+    present = [p for p in programmes if (d["programme_type"] == p).any()]
+    fitted = {}
+    for adjusted in (False, True):
+        try:
+            fitted[adjusted] = _logit(d, design(d, present, adjusted))
+        except Exception as exc:  # perfect separation, singular design, no convergence
+            fitted[adjusted] = exc
+    ref = d[d["programme_type"] == REFERENCE]
+    for p, e in out.items():
+        g = d[d["programme_type"] == p]
+        e.threats = THREATS
+        e.n_engineers = g["person_key"].nunique() + ref["person_key"].nunique()
+        e.n_events = len(g) + len(ref)
+        name = f"programme={p}"
+        if not isinstance(fitted[False], Exception) and name in fitted[False][0]:
+            e.naive = _wald(fitted[False][0][name], fitted[False][1][name])
+        needs = []
+        for side, s in ((p, g), (REFERENCE, ref)):
+            passed, failed = int(s["first_pass"].sum()), int((~s["first_pass"]).sum())
+            needs += [
+                shortfall(s["person_key"].nunique(), k, f"engineers with an attempt in {side}"),
+                shortfall(passed, MIN_EVENTS, f"passed first attempts in {side}"),
+                shortfall(failed, MIN_EVENTS, f"failed first attempts in {side}"),
+            ]
+        needs = [n for n in needs if n]
+        if needs:
+            e.not_estimable(
+                f"too few first attempts to compare {p} with {REFERENCE}: {len(g)} and "
+                f"{len(ref)} (minimum {k} engineers, {MIN_EVENTS} passed and {MIN_EVENTS} "
+                "failed first attempts on each side)",
+                "; ".join(needs),
+            )
+            continue
+        if isinstance(fitted[True], Exception):
+            e.not_estimable(
+                f"the logistic regression could not be fitted ({_first_line(fitted[True])})"
+            )
+            continue
+        params, bse, notes = fitted[True]
+        if not _usable(e, params[name], bse[name], "first attempts"):
+            continue
+        e.estimate, e.ci_low, e.ci_high = _wald(params[name], bse[name])
+        e.caveats.append(
+            interval_words(
+                e,
+                f"Compared with online courses, the odds of passing the first "
+                f"attempt after {p} are",
+            )
+            + f" Based on {len(g)} first attempts after {p} and {len(ref)} after online "
+            "courses. An odds ratio is not a ratio of pass rates when pass rates are high."
+        )
+        e.caveats += [f"The logistic fit warned: {n}" for n in notes]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# voluntary exit after programme entry (Cox, certified over time)
+# --------------------------------------------------------------------------------------------
+
+EXIT_METHOD = (
+    "Cox proportional-hazards model (lifelines CoxTimeVaryingFitter) of voluntary exit, time "
+    "measured in months from the engineer's first programme episode (the earliest first "
+    "enrolment; its programme, level, tenure and track describe the engineer); covariates: one "
+    f"indicator per programme (online the reference), {ADJUSTED_FOR}, and holding a "
+    "certification earned in an episode as a covariate that changes at the certification date "
+    "(so the programme's figure is its effect on leaving at equal certification status: "
+    "faster programmes certify sooner, and certifying changes leaving by itself). Involuntary "
+    "and other exits and leaving scope censor; follow-up ends at the as-of date (the latest "
+    "date of the episodes)."
+)
+EXIT_NAIVE = (
+    "Cox model of voluntary exit from programme entry with the programme indicators only (no "
+    "adjustment, certification not taken into account)"
+)
+EXIT_COMPARISON = (
+    "engineers who entered through the programme vs through online courses, at equal level, "
+    "tenure at entry, track and certification status"
+)
+
+
+def exit_panel(ep: pd.DataFrame) -> pd.DataFrame:
+    """One engineer per row (their first episode), split at the first certification earned in
+    any of their episodes: (id, start, stop, event, certified) plus the first episode's
+    columns."""
+    as_of = pd.Series(
+        np.concatenate(
+            [ep["followed_until"].dropna().to_numpy(), ep["exit_on"].dropna().to_numpy()]
+        )
+    ).max()
+    ordered = ep.sort_values(["person_key", "first_enrolled_on", "certification_code"])
+    first = ordered.groupby("person_key", sort=True).head(1).reset_index(drop=True)
+    cert_on = ep.loc[ep["certified"]].groupby("person_key")["certified_on"].min()
+    start = first["first_enrolled_on"]
+    exit_on = first["exit_on"]
+    # left scope without leaving the company (a transfer out): censored then
+    out_of_scope = ~first["certified"] & first["followed_until"].lt(as_of) & first["exit_on"].isna()
+    end = exit_on.where(exit_on.notna(), first["followed_until"].where(out_of_scope, as_of))
+    stop = ((end - start).dt.days / 30.4375).clip(lower=MIN_DURATION_MONTHS).to_numpy()
+    event = (exit_on.notna() & first["exit_type"].eq("voluntary").fillna(False)).to_numpy()
+    c = first["person_key"].map(cert_on)
+    cert_t = ((c - start).dt.days / 30.4375).to_numpy()
+    rows = []
+    for i in range(len(first)):
+        ct = cert_t[i]
+        if np.isfinite(ct) and 0 < ct < stop[i]:
+            rows.append((i, 0.0, ct, False, 0.0))
+            rows.append((i, ct, stop[i], bool(event[i]), 1.0))
+        else:
+            certified = float(np.isfinite(ct) and ct <= 0)
+            rows.append((i, 0.0, stop[i], bool(event[i]), certified))
+    cp = pd.DataFrame(rows, columns=["id", "start", "stop", "event", "certified"])
+    cp = cp[cp["stop"] > cp["start"]]
+    return cp.join(first.drop(columns=["certified"]), on="id")
+
+
+def _cox(cp: pd.DataFrame, x: pd.DataFrame):
+    from lifelines import CoxTimeVaryingFitter
+
+    df = pd.concat([cp[["id", "start", "stop", "event"]], x], axis=1)
+    df["event"] = df["event"].astype(int)
+    ctv = CoxTimeVaryingFitter(alpha=1 - CONFIDENCE)
+    notes = _quiet(ctv.fit, df, event_col="event", start_col="start", stop_col="stop", id_col="id")
+    return ctv, notes
+
+
+def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
+    cp = exit_panel(ep)
+    people = cp.groupby("id").agg(
+        programme_type=("programme_type", "first"), event=("event", "max")
+    )
+    out = {
+        p: Effect("voluntary_exit_hazard_ratio", EXIT_METHOD, EXIT_COMPARISON, EXIT_NAIVE)
+        for p in out_programmes(programmes)
+    }
+    present = [p for p in programmes if (people["programme_type"] == p).any()]
+    fitted = {}
+    for adjusted in (False, True):
+        x = design(cp, present, adjusted)
+        if adjusted and cp["certified"].nunique() > 1:
+            x = x.assign(certified=cp["certified"].to_numpy())
+        try:
+            fitted[adjusted] = _cox(cp, x)
+        except Exception as exc:
+            fitted[adjusted] = exc
+    ref = people[people["programme_type"] == REFERENCE]
+    for p, e in out.items():
+        g = people[people["programme_type"] == p]
+        e.threats = THREATS
+        e.n_engineers, e.n_events = len(g) + len(ref), int(g["event"].sum() + ref["event"].sum())
+        name = f"programme={p}"
+        if not isinstance(fitted[False], Exception) and name in fitted[False][0].params_:
+            ctv = fitted[False][0]
+            e.naive = _wald(float(ctv.params_[name]), float(ctv.standard_errors_[name]))
+        counts = {
+            p: (len(g), int(g["event"].sum())),
+            REFERENCE: (len(ref), int(ref["event"].sum())),
+        }
+        if _too_small(e, p, counts, "voluntary exits", k):
+            continue
+        if isinstance(fitted[True], Exception):
+            e.not_estimable(f"the Cox model did not converge ({_first_line(fitted[True])})")
+            continue
+        ctv, notes = fitted[True]
+        b, se = float(ctv.params_[name]), float(ctv.standard_errors_[name])
+        if not _usable(e, b, se, "voluntary exits"):
+            continue
+        e.estimate, e.ci_low, e.ci_high = _wald(b, se)
+        e.caveats.append(
+            interval_words(
+                e,
+                f"Compared with online courses, engineers who entered through "
+                f"{p} leave voluntarily at",
+            )
+            + f" Based on {counts[p][1]} voluntary exits after {p} and {counts[REFERENCE][1]} "
+            "after online courses. Assumes proportional hazards over the months since entry; "
+            "the figure is net of certifying, so a programme that keeps people by certifying "
+            "them sooner shows that in the time to certify, not here."
+        )
+        e.caveats += [f"The Cox fit warned: {n}" for n in notes]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# incident rate and MTTR ratios of the engineers a programme certified
+# --------------------------------------------------------------------------------------------
+
+WITHIN_COMPARISON = (
+    "engineers whose first certification came through {p}: the same engineers while certified "
+    "vs before they certified, with engineers who never certified as controls for calendar-month "
+    "effects (the design of marts.certification_effect on this subset)"
+)
+
+
+def first_programme(ep: pd.DataFrame, months: pd.DataFrame) -> pd.Series:
+    """person_key -> the programme of the episode that gave the engineer's first certification
+    (the earliest certified_on), where its month is the panel's first certified month (a first
+    certification from before any episode is not a programme's)."""
+    cert = ep[ep["certified"]].sort_values(["person_key", "certified_on", "certification_code"])
+    first = cert.groupby("person_key", sort=True).head(1)
+    t = first["certified_on"].dt.year * 12 + first["certified_on"].dt.month - 1
+    panel_first = months.groupby("person_key")["first_t"].first()
+    match = first["person_key"].map(panel_first).to_numpy() == t.to_numpy()
+    return pd.Series(first["programme_type"].to_numpy()[match], index=first["person_key"][match])
+
+
+def within_effects(
+    ep: pd.DataFrame,
+    months: pd.DataFrame,
+    incidents: pd.DataFrame,
+    left_out: int,
+    programmes: list[str],
+    k: int,
+) -> dict[str, dict[str, Effect]]:
+    """metric -> programme -> Effect; online's own figure goes into every row's caveats."""
+    from pipelines.lib.effects.incidents import incident_rate_ratio, pretrend_test
+    from pipelines.lib.effects.mttr import mttr_ratio
+
+    by_person = first_programme(ep, months)
+    never = set(months.loc[~months["ever_certified"], "person_key"])
+    results: dict[str, dict[str, Effect]] = {"incident_rate_ratio": {}, "mttr_ratio": {}}
+    for p in [*out_programmes(programmes), REFERENCE]:
+        keep = never | set(by_person.index[by_person.to_numpy() == p])
+        m = months[months["person_key"].isin(keep)]
+        inc = incidents[incidents["person_key"].isin(keep)]
+        irr = incident_rate_ratio(m, pretrend_test(m, k), k)
+        mttr = mttr_ratio(inc, 0, k)
+        for e in (irr, mttr):
+            e.comparison = WITHIN_COMPARISON.format(p=p)
+        results["incident_rate_ratio"][p] = irr
+        results["mttr_ratio"][p] = mttr
+    for metric, by_programme in results.items():
+        online = by_programme.pop(REFERENCE)
+        words = (
+            f"Engineers whose first certification came through online courses: {fmt(online.estimate)} "
+            f"(95 % CI {fmt(online.ci_low)}-{fmt(online.ci_high)})"
+            if online.estimable
+            else "The same figure for online courses is not estimable"
+            f" ({online.not_estimable_reason})"
+        )
+        for e in by_programme.values():
+            e.caveats.append(
+                words + "; the two intervals are separate estimates, not a test of the difference."
+            )
+            if left_out and metric == "mttr_ratio":
+                e.caveats.append(
+                    f"{left_out} incident rows were left out (unresolved, no matched primary "
+                    "responder, or no engineer-month for the responder)."
+                )
+    return results
+
+
+def programme_comparison(
+    ep: pd.DataFrame,
+    months: pd.DataFrame,
+    incidents: pd.DataFrame,
+    left_out: int,
+    min_group_size: int,
+) -> list[tuple[str, Effect]]:
+    known = ep[ep["programme_type"] != UNKNOWN].reset_index(drop=True)
+    programmes = sorted(p for p in known["programme_type"].unique() if p != REFERENCE)
+    if not programmes:
+        return []
+    parts = {
+        "time_to_certify_ratio": time_to_certify_ratios(known, programmes, min_group_size),
+        "first_pass_odds_ratio": first_pass_odds_ratios(known, programmes, min_group_size),
+        "voluntary_exit_hazard_ratio": exit_hazard_ratios(known, programmes, min_group_size),
+        **within_effects(known, months, incidents, left_out, programmes, min_group_size),
+    }
+    rows = []
+    for p in out_programmes(programmes):
+        rows += [(p, effects[p]) for effects in parts.values()]
+    return rows
