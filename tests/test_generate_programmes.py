@@ -36,6 +36,14 @@ MODEL = replace(
         "apprenticeship": 0.2,
         "internal": 0.1,
     },
+    # the default plants no retention difference: plant one, as the programmes worlds do
+    programme_exit_hazard_ratio={
+        "online": 1.0,
+        "bootcamp": 1.0,
+        "vendor_partnership": 0.8,
+        "apprenticeship": 0.7,
+        "internal": 1.0,
+    },
 )
 INFRA = "AI Infrastructure"
 PRIORITY = ("bootcamp", "vendor_partnership", "apprenticeship", "internal", "online")

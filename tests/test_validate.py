@@ -53,18 +53,27 @@ def test_selection_on_proneness_makes_certifiers_less_incident_prone(planted_sim
     assert 0.9 < _frailty_ratio(planted_sim) < 1.12
 
 
-def test_bad_spells_raise_incidents_just_before_certifying():
-    """In the shock world incidents in the 2 months before a first certification are well above
-    the same engineers' earlier months (each relative to the month's company-wide rate); in the
-    default world they are not."""
+def test_bad_spells_raise_incidents_in_the_months_the_pretrend_test_sees():
+    """In the shock world incidents in months -6..-1 before a first certification are above the
+    same engineers' earlier months (-7 and before; each relative to the month's company-wide
+    rate) by more than in the default world.
+
+    A bad spell makes people start preparing, and preparing takes months (Weibull time to
+    certify, median about 3-5 months), so the spell lies some 2-8 months before the first
+    certification, spread out by the time to certify: the 2 months just before certifying, the
+    window this test used when certifying followed the start within weeks, no longer hold it.
+    -6..-1 is where the pre-trend test looks (months -12..-7 and -6..-2 against -1). Because
+    the spell is spread out the excess is small, so the test pools 10,000 employees: measured
+    with seeds 11, 12 and 13, 1.09, 1.12 and 1.12 in the shock world against 1.01, 0.98 and
+    0.99 in the default one (at 3,000 employees, seeds 11-14, the difference was 0.01-0.14)."""
 
     def before_ratio(model):
-        em = engineer_months(simulate(3000, 4, 11, model))
+        em = engineer_months(simulate(10_000, 4, 11, model))
         rel = (
             pd.to_datetime(em["month"]).dt.to_period("M").astype("int64")
             - pd.to_datetime(em["first_certified_month"]).dt.to_period("M").astype("int64")
         ).where(em["first_certified_month"].notna())
-        near, far = rel.between(-2, -1), rel <= -7
+        near, far = rel.between(-6, -1), rel <= -7
         # incidents over those expected from everyone's rate in the same month (fleets grow)
         month_rate = em.groupby("month")["incidents"].transform("sum") / em.groupby("month")[
             "exposure_months"
@@ -79,8 +88,7 @@ def test_bad_spells_raise_incidents_just_before_certifying():
         before_ratio(replace(PlantedModel(), shock_probability=0.03)),
         before_ratio(PlantedModel()),
     )
-    # measured with seed 11: 1.28 against 1.08 (who certifies differs a little in any world)
-    assert shock > default + 0.1, (shock, default)
+    assert shock > default + 0.04, (shock, default)
 
 
 def test_harness_frames_have_the_columns_the_statistics_read(planted_sim):
@@ -148,3 +156,143 @@ def test_heterogeneous_effects_are_weaker_at_higher_levels_and_grow_after_certif
     assert planted_incident_ratio(engineer_months(simulate(800, 2, 5, PlantedModel()))) == (
         pytest.approx(0.70, rel=1e-12)
     )
+
+
+# --------------------------------------------------------------------------------------------
+# programmes and careers (tools/validate/programmes.py)
+# --------------------------------------------------------------------------------------------
+
+
+def test_programme_worlds_plant_what_they_say():
+    from tools.validate.programmes import programme_world_model
+
+    programmes = programme_world_model("programmes")
+    assert programmes.programme_exit_hazard_ratio == {
+        "online": 1.0,
+        "bootcamp": 1.0,
+        "vendor_partnership": 0.8,
+        "apprenticeship": 0.7,
+        "internal": 1.0,
+    }
+    assert programmes.programme_level_selection == 0
+    assert programmes.programme_time_ratio["bootcamp"] == 0.5
+    assert programmes.promotion_certified_hazard_ratio == 1.5
+    assert programme_world_model("programme_selection").programme_level_selection == 1.5
+    null = programme_world_model("programme_null")
+    for ratios in (
+        null.programme_time_ratio,
+        null.programme_pass_odds_ratio,
+        null.programme_exit_hazard_ratio,
+    ):
+        assert set(ratios.values()) == {1.0}
+    assert null.promotion_certified_hazard_ratio == 1.0
+    # the default world plants no retention difference (it would bias the attrition ratio)
+    assert set(PlantedModel().programme_exit_hazard_ratio.values()) == {1.0}
+    with pytest.raises(ValueError, match="unknown programme world 'x'"):
+        programme_world_model("x")
+
+
+def test_programme_selection_sends_juniors_to_bootcamps_and_seniors_to_vendor_courses():
+    from tools.validate.frames import programme_episodes
+    from tools.validate.programmes import programme_world_model
+
+    def shares(world):
+        ep = programme_episodes(simulate(3000, 2, 5, programme_world_model(world)))
+        junior = ep[ep["skill_level_at_entry"] <= 2]["programme_type"].value_counts(normalize=True)
+        senior = ep[ep["skill_level_at_entry"] >= 4]["programme_type"].value_counts(normalize=True)
+        return junior, senior
+
+    junior, senior = shares("programme_selection")
+    # weights x exp(-+1.5 (level - 3)): at levels 2 and 4 a bootcamp is e^3 = 20 times as
+    # likely relative to a vendor course for the junior as for the senior
+    assert junior.get("bootcamp", 0) > 2 * senior.get("bootcamp", 0)
+    assert senior.get("vendor_partnership", 0) > 2 * junior.get("vendor_partnership", 0)
+    junior, senior = shares("programmes")
+    assert senior.get("vendor_partnership", 0) < 2 * junior.get("vendor_partnership", 0)
+
+
+def test_programme_harness_sets_each_row_beside_its_planted_value():
+    from tools.validate.programmes import programme_world_model, run_seed
+
+    results = run_seed(programme_world_model("programmes"), 3, 800, 2)
+    planted = {
+        "time_to_certify_ratio": {
+            "bootcamp": 0.5,
+            "vendor_partnership": 0.7,
+            "apprenticeship": 1.3,
+            "internal": 1.0,
+        },
+        "first_pass_odds_ratio": {
+            "bootcamp": 1.8,
+            "vendor_partnership": 1.5,
+            "apprenticeship": 1.2,
+            "internal": 1.0,
+        },
+        "voluntary_exit_hazard_ratio": {
+            "bootcamp": 1.0,
+            "vendor_partnership": 0.8,
+            "apprenticeship": 0.7,
+            "internal": 1.0,
+        },
+    }
+    comparison = results[results["programme_type"] != "all"]
+    assert set(comparison["metric"]) == {
+        *planted,
+        "incident_rate_ratio",
+        "mttr_ratio",
+    }
+    for row in comparison.itertuples():
+        if row.metric in planted:
+            expected = planted[row.metric][row.programme_type]
+        else:
+            expected = {"incident_rate_ratio": 0.70, "mttr_ratio": 0.80}[row.metric]
+        assert row.truth == pytest.approx(expected), row
+    promotion = results[results["programme_type"] == "all"]
+    assert list(promotion["metric"]) == ["promotion_hazard_ratio"]
+    assert promotion["truth"].tolist() == [1.5]
+    assert (results["seed"] == 3).all()
+
+
+def test_programme_summary_counts_coverage_bias_findings_and_the_naive_figure():
+    from tools.validate.programmes import (
+        FAILED,
+        format_programme_table,
+        summarise_programmes,
+    )
+
+    def row(seed, est, lo, hi, naive, naive_lo, naive_hi, estimable=True, reason=None):
+        return {
+            "seed": seed,
+            "programme_type": "bootcamp",
+            "metric": "time_to_certify_ratio",
+            "estimate": est,
+            "ci_low": lo,
+            "ci_high": hi,
+            "estimable": estimable,
+            "finding": estimable and (hi < 1 or lo > 1),
+            "naive_estimate": naive,
+            "naive_ci_low": naive_lo,
+            "naive_ci_high": naive_hi,
+            "not_estimable_reason": reason,
+            "truth": 0.5,
+        }
+
+    nan = float("nan")
+    results = pd.DataFrame(
+        [
+            row(1, 0.5, 0.4, 0.6, 0.8, 0.7, 0.9),  # covered; naive misses
+            row(2, 1.0, 0.8, 1.2, 0.45, 0.3, 0.6),  # misses; naive covers
+            row(3, 0.25, 0.2, 0.3, 0.7, 0.6, 0.8),  # misses
+            row(4, nan, nan, nan, nan, nan, nan, False, f"{FAILED}OverflowError: x"),
+        ]
+    )
+    (s,) = summarise_programmes(results)
+    assert (s.worlds, s.estimable, s.covered, s.findings, s.failed) == (4, 3, 1, 2, 1)
+    assert s.coverage_ci == clopper_pearson(1, 3)
+    # log errors 0, log 2, log 0.5: mean 0, sd log 2 (ddof 1)
+    assert s.bias_log == pytest.approx(0.0, abs=1e-12)
+    assert s.sd_log == pytest.approx(np.log(2))
+    assert (s.naive_estimable, s.naive_covered) == (3, 1)
+    assert s.naive_bias_log == pytest.approx(np.mean(np.log([0.8 / 0.5, 0.45 / 0.5, 0.7 / 0.5])))
+    table = format_programme_table("programmes", 800, 4, [s])
+    assert "| time_to_certify_ratio | bootcamp | 0.50 | 3/4 | 1/3 = 33 % " in table

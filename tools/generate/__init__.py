@@ -74,7 +74,11 @@ MODEL_NOTES = {
     "programme_retention": "from the first month that starts after an episode's first day, the monthly voluntary "
     "exit probability is x programme_exit_hazard_ratio[programme of the engineer's latest episode], on "
     "top of attrition_hazard_ratio while certified (a direct effect: part of a programme's total "
-    "effect on exits also runs through certifying faster)",
+    "effect on exits also runs through certifying faster); all 1.0 by default (no retention "
+    "difference between programmes), because multipliers below 1 fall mostly on certified time "
+    "and would leave attrition_hazard_ratio no longer the whole certified contrast; a world that "
+    "plants them (the validity harness's programmes worlds) must read that ratio as the effect at "
+    "equal programme",
     "promotions": "monthly promotion probability promotion_hazard[level] for every employee (no minimum time "
     "in level), x promotion_certified_hazard_ratio for infrastructure employees certified at the start "
     "of the month; a promotion goes up two levels with promotion_skip_probability (at most to 5); "

@@ -119,13 +119,17 @@ class PlantedModel:
         }
     )
     # monthly voluntary exit probability x this ratio of the programme of the latest episode,
-    # from the month after its start (on top of attrition_hazard_ratio while certified)
+    # from the month after its start (on top of attrition_hazard_ratio while certified). All
+    # 1.0 by default: multipliers below 1 fall mostly on certified time (episodes lead to
+    # certifying), so attrition_hazard_ratio would no longer be the whole certified contrast
+    # (they biased its estimate by about -0.12 in log); the validity harness's programme
+    # worlds plant their own
     programme_exit_hazard_ratio: dict[str, float] = field(
         default_factory=lambda: {
             "online": 1.0,
             "bootcamp": 1.0,
-            "vendor_partnership": 0.8,
-            "apprenticeship": 0.7,
+            "vendor_partnership": 1.0,
+            "apprenticeship": 1.0,
             "internal": 1.0,
         }
     )

@@ -18,7 +18,10 @@ def command(
         "--world",
         help="planted (default effects), null (all effects 1.0), selection (certifiers have "
         "fewer incidents anyway, unrecorded), shock (people certify after a bad spell) or "
-        "heterogeneous (incident effect differs by level and grows after certifying).",
+        "heterogeneous (incident effect differs by level and grows after certifying); for the "
+        "programme and career statistics: programmes (planted programme effects), "
+        "programme_selection (the same, programme choice tilted by level) or programme_null "
+        "(no programme or promotion effect).",
     ),
     first_seed: int = typer.Option(
         1000, "--first-seed", help="Seeds first-seed .. first-seed + seeds - 1."
@@ -26,15 +29,26 @@ def command(
     csv: Path | None = typer.Option(None, "--csv", help="Also write every seed's rows here."),
 ) -> None:
     from tools.validate import WORLDS, format_table, run_world, summarise
+    from tools.validate.programmes import (
+        PROGRAMME_WORLDS,
+        format_programme_table,
+        run_programme_world,
+        summarise_programmes,
+    )
 
-    if world not in WORLDS:
-        typer.echo(
-            f"validate: unknown world {world!r}; choose one of {', '.join(WORLDS)}", err=True
-        )
+    if world not in WORLDS and world not in PROGRAMME_WORLDS:
+        known = ", ".join([*WORLDS, *PROGRAMME_WORLDS])
+        typer.echo(f"validate: unknown world {world!r}; choose one of {known}", err=True)
         raise typer.Exit(2)
     started = time.perf_counter()
-    results = run_world(world, list(range(first_seed, first_seed + seeds)), employees, years)
+    seed_list = list(range(first_seed, first_seed + seeds))
+    if world in PROGRAMME_WORLDS:
+        results = run_programme_world(world, seed_list, employees, years)
+        table = format_programme_table(world, employees, years, summarise_programmes(results))
+    else:
+        results = run_world(world, seed_list, employees, years)
+        table = format_table(world, employees, years, summarise(results))
     if csv is not None:
         results.to_csv(csv, index=False)
-    typer.echo(format_table(world, employees, years, summarise(results)))
+    typer.echo(table)
     typer.echo(f"\n({time.perf_counter() - started:.0f} s)")
