@@ -217,8 +217,8 @@ def simulate_careers(
                 }
             )
         )
-        # this month's promotion shows as a higher level next month; certified at the start
-        # of the month is what the hazard depends on
+        # this month's promotion shows as a higher level next month (effective on its first
+        # day); the status this month's row shows is what the hazard depends on
         h = np.array([base[v] for v in level]) * np.where(certified, hr, 1.0)
         promote = active & ~leave & (rng.random(n) < h)
         level = np.where(promote, np.minimum(level + 1, 5), level)
@@ -549,3 +549,115 @@ def test_no_episodes_or_only_online_gives_empty_frames_not_a_crash():
         assert len(careers.programme_costs(episodes, prices)) == (
             0 if episodes.empty else episodes["certification_code"].nunique() + 1
         )
+
+
+def rare_tracks(ep: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``ep`` plus a few episodes of three rare tracks (as in a company whose engineers prepare
+    now and then for AWS, Six Sigma or VMware certifications): every one certified after one
+    passed attempt and nobody left, so each track's outcome does not vary. A model with one
+    indicator per track cannot fit them (perfect separation)."""
+    rng = np.random.default_rng(seed)
+    extra = []
+    for code, k in (("AWS-SAP", 1), ("SIX-SIGMA", 1), ("VCP-DCV", 5)):
+        rows = ep.sample(k, random_state=int(rng.integers(1 << 31))).copy()
+        rows["person_key"] = [f"{code}_{i}" for i in range(k)]
+        rows["certification_code"] = code
+        rows["programme_type"] = "online"
+        rows["attempts"] = 1
+        rows["first_attempt_on"] = rows["first_enrolled_on"]
+        rows["first_attempt_passed"] = pd.array([True] * k, dtype="boolean")
+        rows["certified"] = True
+        rows["months_followed"] = 2.0
+        rows["certified_on"] = rows["first_enrolled_on"] + pd.Timedelta(days=61)
+        rows["followed_until"] = rows["certified_on"]
+        rows["exit_on"] = pd.NaT
+        rows["exit_type"] = pd.array([None] * k, dtype="string")
+        extra.append(rows)
+    return pd.concat([ep, *extra], ignore_index=True)
+
+
+def test_rare_tracks_whose_outcome_does_not_vary_are_pooled_not_fatal():
+    ep = rare_tracks(simulate_episodes(1), 3)
+    out = comparison(ep)
+    # the figures still hold the planted ratios of simulate_episodes
+    for metric, truths in (
+        ("time_to_certify_ratio", PLANTED_TIME),
+        ("first_pass_odds_ratio", PLANTED_ODDS),
+        ("voluntary_exit_hazard_ratio", PLANTED_EXIT),
+    ):
+        for programme in ("bootcamp", "vendor_partnership"):
+            e = out[metric][programme]
+            assert e.estimable and e.ci_low <= truths[programme] <= e.ci_high, (metric, e.row())
+    # the caveats name the pooled tracks (in the Weibull model too: each has too few episodes
+    # for an indicator of its own)
+    for metric in out:
+        assert "AWS-SAP, SIX-SIGMA, VCP-DCV" in out[metric]["bootcamp"].row()["caveats"]
+    assert "'other tracks'" in out["first_pass_odds_ratio"]["bootcamp"].method
+
+
+def test_pool_tracks_keeps_tracks_with_enough_cases_and_a_varying_outcome():
+    codes = pd.Series(["A"] * 30 + ["B"] * 25 + ["C"] * 19 + ["D"] * 3 + ["E"] * 22)
+    event = pd.Series(
+        [True, False] * 15  # A: varies
+        + [True] * 25  # B: every case an event
+        + [True, False] * 9
+        + [True]  # C: too few
+        + [False] * 3  # D: too few
+        + [False] * 22  # E: no event
+    )
+    got = prog_stats.pool_tracks(codes, event)
+    assert list(got.unique()) == ["A", "B", prog_stats.OTHER_TRACKS]
+    assert (got[codes.isin(["C", "D", "E"])] == prog_stats.OTHER_TRACKS).all()
+    # with failures required too, B (no failure) is pooled as well
+    pooled = prog_stats.pool_tracks(codes, event, ~event)
+    assert set(pooled) == {"A", prog_stats.OTHER_TRACKS}
+    # a pooled group that is itself too small or uniform joins the most common track
+    keep = codes.isin(["A", "B", "D"])
+    small = prog_stats.pool_tracks(codes[keep], event[keep])
+    assert set(small) == {"A", "B"} and (small[codes == "D"] == "A").all()
+
+
+def test_a_programme_of_one_episode_gives_no_naive_figure_instead_of_an_overflow():
+    # a small company (found at 800 employees): one internal episode, not certified after two
+    # months, beside online episodes. The naive Weibull coefficient of internal runs off
+    # (about 12, standard error in the thousands): exp of its interval overflows a float.
+    times = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 2.2, 4.4, 7.0, 9.0, 3.1]
+    ep = simulate_episodes(4, n=len(times) + 1)
+    ep["programme_type"] = ["online"] * len(times) + ["internal"]
+    ep["certification_code"] = "NCA-AIIO"
+    ep["months_followed"] = [*times, 2.27]
+    ep["certified"] = [True] * 12 + [False] * 3 + [False]
+    out = careers.programme_statistics(ep, empty_months(), empty_incidents())
+    rows = out["programme_comparison"].set_index("metric")
+    ttc = rows.loc["time_to_certify_ratio"]
+    assert not ttc["estimable"] and "too few" in ttc["not_estimable_reason"]
+    assert pd.isna(ttc["naive_estimate"]) and pd.isna(ttc["naive_ci_high"])
+    assert prog_stats._wald(11.96, 6220.9) == pytest.approx((math.nan,) * 3, nan_ok=True)
+
+
+def test_a_promotion_takes_the_status_at_the_end_of_the_month_before_it_takes_effect():
+    # one engineer, months Jan-Jun 2022 at level 2: certified during February (the February
+    # row, measured on its last day, shows it), promoted effective 1 March (level 3 from the
+    # March row), the certification lapsed by the end of May
+    months = pd.date_range("2022-01-01", periods=6, freq="MS")
+    em = pd.DataFrame(
+        {
+            "person_key": "p_1",
+            "month": months,
+            "skill_level": [2, 2, 3, 3, 3, 3],
+            "tenure_months": [12.5, 13.5, 14.5, 15.5, 16.5, 17.5],
+            "is_certified": [False, True, True, True, False, False],
+            "first_certified_month": pd.Timestamp("2022-02-01"),
+            "incidents": 0,
+            "exposure_months": 1.0,
+            "separated": False,
+            "separation_type": None,
+        }
+    )
+    cp = career_stats.promotion_process(prepare_engineer_months(em))
+    # rows: January (not yet certified), February (certified, ends in the promotion), March
+    # to April at level 3 certified, May (lapsed; June has no next month: not at risk)
+    assert list(cp["event"]) == [False, True, False, False]
+    assert list(cp["certified"]) == [0.0, 1.0, 1.0, 0.0]
+    assert list(cp["lapsed"]) == [0.0, 0.0, 0.0, 1.0]
+    assert list(cp["stop"] - cp["start"]) == [1.0, 1.0, 2.0, 1.0]

@@ -18,17 +18,14 @@ import pandas as pd
 from scipy import stats as sps
 
 from pipelines.lib.careers.result import finite, null_small_count, suppress
-from pipelines.lib.effects.attrition import (
-    _consecutive_tenure,
-    _person_codes,
-    certified_at_month_start,
-)
+from pipelines.lib.effects.attrition import _consecutive_tenure, _person_codes
 from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 
 SKILL_LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
 TOP_LEVEL = 5
+MAX_LOG = 700.0  # exp() of more overflows a float
 # a spell that starts in a month in which the engineer's tenure is below this was started by
 # the hire (tenure is measured on the last day worked in the month)
 HIRE_TENURE_MONTHS = 1.0
@@ -160,7 +157,10 @@ METRIC = "promotion_hazard_ratio"
 METHOD = (
     "Cox proportional-hazards model of promotion (the next consecutive month of the panel at a "
     "higher skill level) on the tenure time scale, with holding an active certification at the "
-    "start of the month and a lapsed certification as covariates that change over time, "
+    "end of the month and a lapsed certification (certified before, not at the end of the "
+    "month) as covariates that change over time; a promotion takes effect on the first day of "
+    "the next month, so the status on the month's last day is the status when it takes "
+    "effect (a certification earned during the month counts for that month's promotion), "
     "stratified by skill level (each level has its own baseline promotion hazard over tenure); "
     "each engineer contributes the months below the top level whose next month is observed "
     "(counting-process rows), so time before a first certification counts as uncertified "
@@ -186,13 +186,19 @@ NAIVE_METHOD = (
 
 def promotion_process(m: pd.DataFrame) -> pd.DataFrame:
     """Counting-process rows (id, start, stop, event, certified, lapsed, skill_level,
-    first_t), tenure scale, one per run of months with the same status."""
+    first_t), tenure scale, one per run of months with the same status.
+
+    The event of a month is a higher level in the next month: a promotion effective on the
+    first day of that month. Its status is the month's ``is_certified`` (measured on the last
+    day of the month, so the day before the promotion takes effect); lapsed is the prepared
+    ``lapsed`` (a month after the first certified one that ends without an active
+    certification), so certified, lapsed and not yet certified split every month."""
     d = m[m["tenure_months"].notna()].reset_index(drop=True)
     pid = _person_codes(d["person_key"])
     has_next, next_level = _next_month(d, pid)
     start = _consecutive_tenure(d, pid)
-    cert = certified_at_month_start(d, pid)
-    lapsed = ~cert & (d["rel"].to_numpy() >= 1)
+    cert = d["is_certified"].to_numpy(dtype=bool)
+    lapsed = d["lapsed"].to_numpy(dtype=bool) & ~cert
     level = d["skill_level"].to_numpy()
     event = has_next & (next_level > level)
     at_risk = has_next & (level > 0) & (level < TOP_LEVEL)
@@ -320,6 +326,12 @@ def promotion_effect(m: pd.DataFrame, min_group_size: int) -> Effect:
             f"about {e.n_events} more promotions (twice as many as now)",
         )
     z = sps.norm.ppf(0.5 + CONFIDENCE / 2)
+    if abs(b) + z * se > MAX_LOG:  # exp() would overflow: no finite ratio to publish
+        return e.not_estimable(
+            f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
+            f"{se:.2f})",
+            f"about {e.n_events} more promotions (twice as many as now)",
+        )
     e.estimate, e.ci_low, e.ci_high = math.exp(b), math.exp(b - z * se), math.exp(b + z * se)
     e.caveats.append(
         interval_words(e, "While certified, engineers are promoted at")

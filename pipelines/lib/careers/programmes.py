@@ -32,9 +32,15 @@ from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 MIN_EVENTS = 10  # certifications / first attempts of each outcome / exits, per side
 Z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
 
+# cases (episodes; engineers in the exit model) a track needs for an indicator of its own
+MIN_TRACK_EPISODES = 20
+OTHER_TRACKS = "other tracks"
 ADJUSTED_FOR = (
     "skill level at entry (one indicator per level, unknown its own level), tenure at entry "
-    "(years) and the certification track (one indicator per track)"
+    "(years) and the certification track (one indicator per track; tracks with fewer than "
+    f"{MIN_TRACK_EPISODES} cases in the model's sample, or on which the outcome does not vary "
+    "in it, share one 'other tracks' indicator, and when that pooled group is itself that "
+    "small or uniform it joins the most common track, the reference)"
 )
 THREATS = (
     "Programmes are compared between engineers: adjusting for level, tenure and track removes "
@@ -164,10 +170,62 @@ def time_to_certify(ep: pd.DataFrame, min_group_size: int) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
+def pool_tracks(
+    codes: pd.Series, events: pd.Series, failures: pd.Series | None = None
+) -> pd.Series:
+    """The track each case is adjusted by: its own code when the track has at least
+    ``MIN_TRACK_EPISODES`` cases and its outcome varies (at least one event, and when
+    ``failures`` is given at least one failure), else ``OTHER_TRACKS``. A track with too few
+    cases or a uniform outcome separates the model (its coefficient runs off to infinity, the
+    fit does not converge and every programme's figure is lost). When the pooled group is
+    itself that small or uniform it joins the most common track (the reference of the track
+    indicators). ``codes``, ``events`` and ``failures`` are aligned, one entry per case."""
+    codes = codes.astype(str)
+    cases = pd.DataFrame(
+        {
+            "code": codes.to_numpy(),
+            "event": np.asarray(events, dtype=bool),
+            "failure": np.asarray(failures, dtype=bool)
+            if failures is not None
+            else np.ones(len(codes), dtype=bool),
+        }
+    )
+
+    def enough(g: pd.DataFrame) -> bool:
+        return len(g) >= MIN_TRACK_EPISODES and bool(g["event"].any()) and bool(g["failure"].any())
+
+    own = {code for code, g in cases.groupby("code", sort=True) if enough(g)}
+    track = cases["code"].where(cases["code"].isin(own), OTHER_TRACKS)
+    if own and not enough(cases[track == OTHER_TRACKS]):
+        counts = cases.loc[cases["code"].isin(own), "code"].value_counts()
+        reference = sorted(counts.index[counts == counts.max()])[0]
+        track = track.where(track != OTHER_TRACKS, reference)
+    return pd.Series(track.to_numpy(), index=codes.index)
+
+
+def pooled_note(ep: pd.DataFrame) -> str | None:
+    """A caveat naming the tracks a model adjusted for together (``ep`` with ``track``)."""
+    pooled = sorted(set(ep.loc[ep["track"] != ep["certification_code"], "certification_code"]))
+    if not pooled:
+        return None
+    other = (ep["track"] == OTHER_TRACKS).any()
+    where = (
+        f"share one '{OTHER_TRACKS}' indicator"
+        if other
+        else "are adjusted for together with the most common track"
+    )
+    return (
+        f"The tracks {', '.join(pooled)} {where}: each has fewer than {MIN_TRACK_EPISODES} "
+        "cases in this model or an outcome that does not vary, too little for an indicator "
+        "of its own."
+    )
+
+
 def design(ep: pd.DataFrame, programmes: list[str], adjusted: bool) -> pd.DataFrame:
     """Programme indicators (online = all zero) and, when ``adjusted``, level indicators,
-    tenure at entry (years, missing = the median, with an indicator) and track indicators.
-    Columns that do not vary are dropped."""
+    tenure at entry (years, missing = the median, with an indicator) and track indicators
+    (column ``track`` when present: the tracks pooled for this model by ``pool_tracks``,
+    the most common one the reference). Columns that do not vary are dropped."""
     cols = {f"programme={p}": (ep["programme_type"] == p).astype(float) for p in programmes}
     if adjusted:
         levels = sorted(ep["skill_level"].unique())
@@ -177,9 +235,12 @@ def design(ep: pd.DataFrame, programmes: list[str], adjusted: bool) -> pd.DataFr
         if tenure.isna().any():
             cols["tenure_unknown"] = tenure.isna().astype(float)
         cols["tenure_years"] = tenure.fillna(tenure.median() if tenure.notna().any() else 0) / 12
-        codes = sorted(ep["certification_code"].unique())
-        for code in codes[1:]:
-            cols[f"track={code}"] = (ep["certification_code"] == code).astype(float)
+        track = ep["track"] if "track" in ep.columns else ep["certification_code"]
+        counts = track.value_counts()
+        if len(counts):
+            reference = sorted(counts.index[counts == counts.max()])[0]
+            for code in sorted(c for c in counts.index if c != reference):
+                cols[f"track={code}"] = (track == code).astype(float)
     x = pd.DataFrame(cols, index=ep.index)
     keep = [c for c in x.columns if x[c].nunique() > 1 or c.startswith("programme=")]
     return x[keep]
@@ -190,8 +251,23 @@ def _first_line(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+MAX_LOG = 700.0  # exp() of more overflows a float
+
+
+def safe_exp(x: float) -> float:
+    """exp(x), NaN where x is not finite or exp(x) would overflow (or underflow to 0)."""
+    x = float(x)
+    return math.exp(x) if np.isfinite(x) and abs(x) <= MAX_LOG else math.nan
+
+
 def _wald(b: float, se: float) -> tuple[float, float, float]:
-    return math.exp(b), math.exp(b - Z * se), math.exp(b + Z * se)
+    """exp(b) and its Wald interval; all three NaN (not estimable) when one end is not a
+    number: a coefficient or standard error so large that exp() overflows comes from a model
+    the data could not pin down (a handful of episodes), not from a finite ratio."""
+    out = (safe_exp(b), safe_exp(b - Z * se), safe_exp(b + Z * se))
+    if not all(np.isfinite(v) for v in out):
+        return (math.nan, math.nan, math.nan)
+    return out
 
 
 def _quiet(fit, *args, **kwargs) -> list[str]:
@@ -206,7 +282,7 @@ def _quiet(fit, *args, **kwargs) -> list[str]:
 
 
 def _usable(e: Effect, b: float, se: float, events: str) -> bool:
-    if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0:
+    if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0 or not np.isfinite(_wald(b, se)[0]):
         e.not_estimable(
             f"the model gives no usable interval (log ratio {b:.2f}, standard error {se:.2f})",
             f"about {max(e.n_events, MIN_EVENTS)} more {events} (twice as many as now)",
@@ -284,6 +360,8 @@ def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
         p: Effect("time_to_certify_ratio", TTC_METHOD, TTC_COMPARISON, TTC_NAIVE)
         for p in out_programmes(programmes)
     }
+    ep = ep.assign(track=pool_tracks(ep["certification_code"], ep["certified"]))
+    pooled = pooled_note(ep)
     ref = ep[ep["programme_type"] == REFERENCE]
     ref_counts = (ref["person_key"].nunique(), int(ref["certified"].sum()))
     fitted = {}
@@ -318,6 +396,7 @@ def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
             "Assumes the programme stretches or shortens the whole distribution of times by "
             "one factor (accelerated failure time) with a Weibull shape."
         )
+        e.caveats += [pooled] if pooled else []
         e.caveats += [f"The Weibull fit warned: {n}" for n in notes]
     return out
 
@@ -374,6 +453,8 @@ def _logit(d: pd.DataFrame, x: pd.DataFrame):
 
 def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
     d = ep[ep["has_attempt"]]
+    d = d.assign(track=pool_tracks(d["certification_code"], d["first_pass"], ~d["first_pass"]))
+    pooled = pooled_note(d)
     out = {
         p: Effect("first_pass_odds_ratio", PASS_METHOD, PASS_COMPARISON, PASS_NAIVE)
         for p in out_programmes(programmes)
@@ -429,6 +510,7 @@ def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
             + f" Based on {len(g)} first attempts after {p} and {len(ref)} after online "
             "courses. An odds ratio is not a ratio of pass rates when pass rates are high."
         )
+        e.caveats += [pooled] if pooled else []
         e.caveats += [f"The logistic fit warned: {n}" for n in notes]
     return out
 
@@ -506,8 +588,14 @@ def _cox(cp: pd.DataFrame, x: pd.DataFrame):
 def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
     cp = exit_panel(ep)
     people = cp.groupby("id").agg(
-        programme_type=("programme_type", "first"), event=("event", "max")
+        programme_type=("programme_type", "first"),
+        certification_code=("certification_code", "first"),
+        event=("event", "max"),
     )
+    # tracks pooled on the engineers (one first episode each), not on the split rows
+    people["track"] = pool_tracks(people["certification_code"], people["event"])
+    cp = cp.assign(track=cp["id"].map(people["track"]).to_numpy())
+    pooled = pooled_note(people)
     out = {
         p: Effect("voluntary_exit_hazard_ratio", EXIT_METHOD, EXIT_COMPARISON, EXIT_NAIVE)
         for p in out_programmes(programmes)
@@ -556,6 +644,7 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
             "the figure is net of certifying, so a programme that keeps people by certifying "
             "them sooner shows that in the time to certify, not here."
         )
+        e.caveats += [pooled] if pooled else []
         e.caveats += [f"The Cox fit warned: {n}" for n in notes]
     return out
 
