@@ -619,8 +619,10 @@ def test_pool_tracks_keeps_tracks_with_enough_cases_and_a_varying_outcome():
 
 def test_a_programme_of_one_episode_gives_no_naive_figure_instead_of_an_overflow():
     # a small company (found at 800 employees): one internal episode, not certified after two
-    # months, beside online episodes. The naive Weibull coefficient of internal runs off
-    # (about 12, standard error in the thousands): exp of its interval overflows a float.
+    # months, beside online episodes. Fitted with an indicator of its own, the naive Weibull
+    # coefficient of internal ran off (about 12, standard error in the thousands) and exp of
+    # its interval overflowed a float (OverflowError); such a programme is now left out of
+    # the fit, and an interval that overflows is no figure (NaN)
     times = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 2.2, 4.4, 7.0, 9.0, 3.1]
     ep = simulate_episodes(4, n=len(times) + 1)
     ep["programme_type"] = ["online"] * len(times) + ["internal"]
@@ -661,3 +663,22 @@ def test_a_promotion_takes_the_status_at_the_end_of_the_month_before_it_takes_ef
     assert list(cp["certified"]) == [0.0, 1.0, 1.0, 0.0]
     assert list(cp["lapsed"]) == [0.0, 0.0, 0.0, 1.0]
     assert list(cp["stop"] - cp["start"]) == [1.0, 1.0, 2.0, 1.0]
+
+
+def test_pool_levels_merges_a_small_or_uniform_level_with_the_next_one():
+    levels = pd.Series([1.0] * 1 + [2.0] * 40 + [3.0] * 30 + [4.0] * 25 + [5.0] * 6 + [0.0] * 2)
+    passed = pd.Series(
+        [True]  # level 1: one attempt, passed (separates a logit on its own)
+        + [True, False] * 20
+        + [True, False] * 15
+        + [True] * 24
+        + [False]
+        + [True] * 6  # level 5: too few
+        + [True, False]  # unknown: too few
+    )
+    got = prog_stats.pool_levels(levels, passed, ~passed)
+    assert got[levels == 1].eq("1-2").all() and got[levels == 2].eq("1-2").all()
+    assert got[levels == 3].eq("3").all()
+    assert got[levels.isin([4, 5])].eq("4-5").all()  # the top level joins the one below
+    assert got[levels == 0].eq("1-2").all()  # unknown joins the largest group (41 cases)
+    assert set(got) == {"1-2", "3", "4-5"}

@@ -32,15 +32,19 @@ from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 MIN_EVENTS = 10  # certifications / first attempts of each outcome / exits, per side
 Z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
 
-# cases (episodes; engineers in the exit model) a track needs for an indicator of its own
+# cases (episodes; engineers in the exit model) a track or level needs for its own indicator
 MIN_TRACK_EPISODES = 20
 OTHER_TRACKS = "other tracks"
 ADJUSTED_FOR = (
     "skill level at entry (one indicator per level, unknown its own level), tenure at entry "
-    "(years) and the certification track (one indicator per track; tracks with fewer than "
-    f"{MIN_TRACK_EPISODES} cases in the model's sample, or on which the outcome does not vary "
-    "in it, share one 'other tracks' indicator, and when that pooled group is itself that "
-    "small or uniform it joins the most common track, the reference)"
+    "(years) and the certification track (one indicator per track). Each model pools on its "
+    f"own sample: a track with fewer than {MIN_TRACK_EPISODES} cases, or on which the outcome "
+    "does not vary, goes into one 'other tracks' indicator (which joins the most common "
+    "track, the reference, when it is itself that small or uniform); a level that small or "
+    "uniform is merged with the next level up (the top one with the level below), unknown "
+    "with the largest level group; a programme whose own outcome does not vary is left out "
+    "of the model (its figure is not estimable anyway). Without this one rare track or level "
+    "separates the model and no programme gets a figure"
 )
 THREATS = (
     "Programmes are compared between engineers: adjusting for level, tenure and track removes "
@@ -170,9 +174,29 @@ def time_to_certify(ep: pd.DataFrame, min_group_size: int) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def pool_tracks(
-    codes: pd.Series, events: pd.Series, failures: pd.Series | None = None
-) -> pd.Series:
+def _enough(cases: pd.DataFrame) -> bool:
+    """A group can have an indicator of its own: ``MIN_TRACK_EPISODES`` cases, an event and a
+    failure (``cases``: columns event, failure)."""
+    return (
+        len(cases) >= MIN_TRACK_EPISODES
+        and bool(cases["event"].any())
+        and bool(cases["failure"].any())
+    )
+
+
+def _cases(values: pd.Series, events, failures) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "value": values.to_numpy(),
+            "event": np.asarray(events, dtype=bool),
+            "failure": np.ones(len(values), dtype=bool)
+            if failures is None
+            else np.asarray(failures, dtype=bool),
+        }
+    )
+
+
+def pool_tracks(codes: pd.Series, events, failures=None) -> pd.Series:
     """The track each case is adjusted by: its own code when the track has at least
     ``MIN_TRACK_EPISODES`` cases and its outcome varies (at least one event, and when
     ``failures`` is given at least one failure), else ``OTHER_TRACKS``. A track with too few
@@ -180,57 +204,117 @@ def pool_tracks(
     fit does not converge and every programme's figure is lost). When the pooled group is
     itself that small or uniform it joins the most common track (the reference of the track
     indicators). ``codes``, ``events`` and ``failures`` are aligned, one entry per case."""
-    codes = codes.astype(str)
-    cases = pd.DataFrame(
-        {
-            "code": codes.to_numpy(),
-            "event": np.asarray(events, dtype=bool),
-            "failure": np.asarray(failures, dtype=bool)
-            if failures is not None
-            else np.ones(len(codes), dtype=bool),
-        }
-    )
-
-    def enough(g: pd.DataFrame) -> bool:
-        return len(g) >= MIN_TRACK_EPISODES and bool(g["event"].any()) and bool(g["failure"].any())
-
-    own = {code for code, g in cases.groupby("code", sort=True) if enough(g)}
-    track = cases["code"].where(cases["code"].isin(own), OTHER_TRACKS)
-    if own and not enough(cases[track == OTHER_TRACKS]):
-        counts = cases.loc[cases["code"].isin(own), "code"].value_counts()
+    cases = _cases(codes.astype(str), events, failures)
+    own = {code for code, g in cases.groupby("value", sort=True) if _enough(g)}
+    track = cases["value"].where(cases["value"].isin(own), OTHER_TRACKS)
+    if own and not _enough(cases[track == OTHER_TRACKS]):
+        counts = cases.loc[cases["value"].isin(own), "value"].value_counts()
         reference = sorted(counts.index[counts == counts.max()])[0]
         track = track.where(track != OTHER_TRACKS, reference)
     return pd.Series(track.to_numpy(), index=codes.index)
 
 
-def pooled_note(ep: pd.DataFrame) -> str | None:
-    """A caveat naming the tracks a model adjusted for together (``ep`` with ``track``)."""
-    pooled = sorted(set(ep.loc[ep["track"] != ep["certification_code"], "certification_code"]))
-    if not pooled:
-        return None
-    other = (ep["track"] == OTHER_TRACKS).any()
-    where = (
-        f"share one '{OTHER_TRACKS}' indicator"
-        if other
-        else "are adjusted for together with the most common track"
+def pool_levels(levels: pd.Series, events, failures=None) -> pd.Series:
+    """The level group each case is adjusted by ('1', '2-3', 'unknown', ...): levels from the
+    lowest up are merged with the next one until the group has ``MIN_TRACK_EPISODES`` cases
+    with a varying outcome; a last group short of that joins the one below; unknown (0) is
+    its own group when it has enough, else it joins the largest group."""
+    cases = _cases(levels.astype(float), events, failures)
+    known = sorted(v for v in cases["value"].unique() if v > 0)
+    groups: list[list[float]] = []
+    current: list[float] = []
+    for lv in known:
+        current.append(lv)
+        if _enough(cases[cases["value"].isin(current)]):
+            groups.append(current)
+            current = []
+    if current:
+        if groups:
+            groups[-1] += current
+        else:
+            groups.append(current)
+
+    def label(g: list[float]) -> str:
+        return f"{int(g[0])}" if len(g) == 1 else f"{int(g[0])}-{int(g[-1])}"
+
+    names = {lv: label(g) for g in groups for lv in g}
+    unknown = cases["value"] <= 0
+    group = cases["value"].map(names)
+    if unknown.any():
+        if _enough(cases[unknown]) or not groups:
+            group = group.where(~unknown, "unknown")
+        else:
+            largest = group[~unknown].value_counts()
+            group = group.where(~unknown, sorted(largest.index[largest == largest.max()])[0])
+    return pd.Series(group.to_numpy(dtype=object), index=levels.index)
+
+
+def modelled(
+    sample: pd.DataFrame, programmes: list[str], events, failures=None
+) -> tuple[pd.DataFrame, list[str], str | None]:
+    """The cases a between-engineer model is fitted on and how they are adjusted: ``sample``
+    without the programmes whose own outcome does not vary (their coefficient would be
+    infinite; they are not estimable by the minimum counts anyway), with columns ``track``
+    (``pool_tracks``) and ``level_group`` (``pool_levels``); the programmes kept; a caveat
+    naming what was pooled (None if nothing). ``events`` / ``failures``: per row of
+    ``sample``."""
+    events = pd.Series(np.asarray(events, dtype=bool), index=sample.index)
+    failures = (
+        pd.Series(True, index=sample.index)
+        if failures is None
+        else pd.Series(np.asarray(failures, dtype=bool), index=sample.index)
     )
-    return (
-        f"The tracks {', '.join(pooled)} {where}: each has fewer than {MIN_TRACK_EPISODES} "
-        "cases in this model or an outcome that does not vary, too little for an indicator "
-        "of its own."
+    kept = [
+        p
+        for p in programmes
+        if events[sample["programme_type"] == p].any()
+        and failures[sample["programme_type"] == p].any()
+    ]
+    rows = sample["programme_type"].isin([REFERENCE, *kept]).to_numpy()
+    sample, events, failures = sample[rows], events[rows], failures[rows]
+    sample = sample.assign(
+        track=pool_tracks(sample["certification_code"], events, failures),
+        level_group=pool_levels(sample["skill_level"], events, failures),
     )
+    notes = []
+    pooled = sorted(
+        set(sample.loc[sample["track"] != sample["certification_code"], "certification_code"])
+    )
+    if pooled:
+        where = (
+            f"share one '{OTHER_TRACKS}' indicator"
+            if (sample["track"] == OTHER_TRACKS).any()
+            else "are adjusted for together with the most common track"
+        )
+        notes.append(f"the tracks {', '.join(pooled)} {where}")
+    merged = sorted({g for g in sample["level_group"] if "-" in g})
+    if merged:
+        notes.append(f"levels {', '.join(merged)} are adjusted for as one group each")
+    note = None
+    if notes:
+        note = (
+            f"In this model {'; '.join(notes)}: on their own they have fewer than "
+            f"{MIN_TRACK_EPISODES} cases or an outcome that does not vary, too little for an "
+            "indicator each."
+        )
+    return sample, kept, note
 
 
 def design(ep: pd.DataFrame, programmes: list[str], adjusted: bool) -> pd.DataFrame:
     """Programme indicators (online = all zero) and, when ``adjusted``, level indicators,
     tenure at entry (years, missing = the median, with an indicator) and track indicators
-    (column ``track`` when present: the tracks pooled for this model by ``pool_tracks``,
-    the most common one the reference). Columns that do not vary are dropped."""
+    (columns ``level_group`` and ``track`` when present: the groups ``modelled`` pooled for
+    this model; the lowest level and the most common track the references). Columns that do
+    not vary are dropped."""
     cols = {f"programme={p}": (ep["programme_type"] == p).astype(float) for p in programmes}
     if adjusted:
-        levels = sorted(ep["skill_level"].unique())
-        for lv in levels[1:]:
-            cols[f"level={int(lv)}"] = (ep["skill_level"] == lv).astype(float)
+        if "level_group" in ep.columns:
+            level = ep["level_group"]
+        else:
+            level = ep["skill_level"].map(lambda v: f"{int(v)}" if v > 0 else "unknown")
+        groups = sorted(level.unique())
+        for lv in groups[1:]:
+            cols[f"level={lv}"] = (level == lv).astype(float)
         tenure = ep["tenure"]
         if tenure.isna().any():
             cols["tenure_unknown"] = tenure.isna().astype(float)
@@ -360,14 +444,13 @@ def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
         p: Effect("time_to_certify_ratio", TTC_METHOD, TTC_COMPARISON, TTC_NAIVE)
         for p in out_programmes(programmes)
     }
-    ep = ep.assign(track=pool_tracks(ep["certification_code"], ep["certified"]))
-    pooled = pooled_note(ep)
+    sample, kept, pooled = modelled(ep, programmes, ep["certified"])
     ref = ep[ep["programme_type"] == REFERENCE]
     ref_counts = (ref["person_key"].nunique(), int(ref["certified"].sum()))
     fitted = {}
     for adjusted in (False, True):
         try:
-            fitted[adjusted] = _aft(ep, design(ep, programmes, adjusted))
+            fitted[adjusted] = _aft(sample, design(sample, kept, adjusted))
         except Exception as exc:  # lifelines raises several convergence error types
             fitted[adjusted] = exc
     for p, e in out.items():
@@ -375,7 +458,7 @@ def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
         e.n_engineers = g["person_key"].nunique() + ref_counts[0]
         e.n_events = int(g["certified"].sum()) + ref_counts[1]
         e.threats = THREATS
-        if not isinstance(fitted[False], Exception) and p in programmes:
+        if not isinstance(fitted[False], Exception) and p in kept:
             b, se = _aft_ratio(fitted[False][0], f"programme={p}")
             if np.isfinite(se):
                 e.naive = _wald(b, se)
@@ -386,7 +469,7 @@ def time_to_certify_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
             e.not_estimable(f"the Weibull model did not converge ({_first_line(fitted[True])})")
             continue
         aft, notes = fitted[True]
-        b, se = _aft_ratio(aft, f"programme={p}")
+        b, se = _aft_ratio(aft, f"programme={p}") if p in kept else (math.nan, math.nan)
         if not _usable(e, b, se, "certifications"):
             continue
         e.estimate, e.ci_low, e.ci_high = _wald(b, se)
@@ -453,17 +536,15 @@ def _logit(d: pd.DataFrame, x: pd.DataFrame):
 
 def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
     d = ep[ep["has_attempt"]]
-    d = d.assign(track=pool_tracks(d["certification_code"], d["first_pass"], ~d["first_pass"]))
-    pooled = pooled_note(d)
     out = {
         p: Effect("first_pass_odds_ratio", PASS_METHOD, PASS_COMPARISON, PASS_NAIVE)
         for p in out_programmes(programmes)
     }
-    present = [p for p in programmes if (d["programme_type"] == p).any()]
+    sample, kept, pooled = modelled(d, programmes, d["first_pass"], ~d["first_pass"])
     fitted = {}
     for adjusted in (False, True):
         try:
-            fitted[adjusted] = _logit(d, design(d, present, adjusted))
+            fitted[adjusted] = _logit(sample, design(sample, kept, adjusted))
         except Exception as exc:  # perfect separation, singular design, no convergence
             fitted[adjusted] = exc
     ref = d[d["programme_type"] == REFERENCE]
@@ -498,7 +579,7 @@ def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
             )
             continue
         params, bse, notes = fitted[True]
-        if not _usable(e, params[name], bse[name], "first attempts"):
+        if not _usable(e, params.get(name, math.nan), bse.get(name, math.nan), "first attempts"):
             continue
         e.estimate, e.ci_low, e.ci_high = _wald(params[name], bse[name])
         e.caveats.append(
@@ -590,24 +671,27 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
     people = cp.groupby("id").agg(
         programme_type=("programme_type", "first"),
         certification_code=("certification_code", "first"),
+        skill_level=("skill_level", "first"),
         event=("event", "max"),
     )
-    # tracks pooled on the engineers (one first episode each), not on the split rows
-    people["track"] = pool_tracks(people["certification_code"], people["event"])
-    cp = cp.assign(track=cp["id"].map(people["track"]).to_numpy())
-    pooled = pooled_note(people)
     out = {
         p: Effect("voluntary_exit_hazard_ratio", EXIT_METHOD, EXIT_COMPARISON, EXIT_NAIVE)
         for p in out_programmes(programmes)
     }
-    present = [p for p in programmes if (people["programme_type"] == p).any()]
+    # pooled on the engineers (one first episode each), not on the split rows
+    sample, kept, pooled = modelled(people, programmes, people["event"])
+    fit_cp = cp[cp["id"].isin(sample.index)]
+    fit_cp = fit_cp.assign(
+        track=fit_cp["id"].map(sample["track"]).to_numpy(),
+        level_group=fit_cp["id"].map(sample["level_group"]).to_numpy(),
+    )
     fitted = {}
     for adjusted in (False, True):
-        x = design(cp, present, adjusted)
-        if adjusted and cp["certified"].nunique() > 1:
-            x = x.assign(certified=cp["certified"].to_numpy())
+        x = design(fit_cp, kept, adjusted)
+        if adjusted and fit_cp["certified"].nunique() > 1:
+            x = x.assign(certified=fit_cp["certified"].to_numpy())
         try:
-            fitted[adjusted] = _cox(cp, x)
+            fitted[adjusted] = _cox(fit_cp, x)
         except Exception as exc:
             fitted[adjusted] = exc
     ref = people[people["programme_type"] == REFERENCE]
@@ -629,7 +713,11 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
             e.not_estimable(f"the Cox model did not converge ({_first_line(fitted[True])})")
             continue
         ctv, notes = fitted[True]
-        b, se = float(ctv.params_[name]), float(ctv.standard_errors_[name])
+        b, se = (
+            (float(ctv.params_[name]), float(ctv.standard_errors_[name]))
+            if name in ctv.params_
+            else (math.nan, math.nan)
+        )
         if not _usable(e, b, se, "voluntary exits"):
             continue
         e.estimate, e.ci_low, e.ci_high = _wald(b, se)
