@@ -604,6 +604,7 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
     the column descriptions those assets attach as DuckDB comments (one source of text)."""
     import json
 
+    from pipelines.lib.careers.result import MART_DESCRIPTIONS
     from pipelines.lib.effects import result
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS
 
@@ -619,7 +620,7 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
         "certification_effect",
         "certification_event_study",
         "source_deliveries",
-    } | set(COLUMN_COMMENTS)
+    } | set(COLUMN_COMMENTS) | set(MART_DESCRIPTIONS)
     effect = sources["certification_effect"]
     assert effect["description"] == result.EFFECT_TABLE
     assert {c: v["description"] for c, v in effect["columns"].items()} == (
@@ -627,3 +628,8 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
     )
     roi = sources["roi_by_period"]["columns"]
     assert {c: v["description"] for c, v in roi.items()} == COLUMN_COMMENTS["roi_by_period"]
+    outcomes = sources["time_to_certify"]
+    assert (
+        outcomes["description"],
+        {c: v["description"] for c, v in outcomes["columns"].items()},
+    ) == (MART_DESCRIPTIONS["time_to_certify"])

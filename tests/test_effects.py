@@ -403,6 +403,13 @@ def create_complete_panels(con) -> None:
 
     from pipelines.lib.project_files import DBT_PROJECT_DIR
 
+    # the test panels are built from frames without the optional start of preparing; the model
+    # reads it, so it is added empty (unknown: the 3 months before certifying are preparation)
+    columns = {r[0] for r in con.execute("describe intermediate.int_engineer_months").fetchall()}
+    if "first_preparation_month" not in columns:
+        con.execute(
+            "alter table intermediate.int_engineer_months add column first_preparation_month date"
+        )
     for name in ("int_engineer_months_complete", "int_incident_responses_complete"):
         sql = (DBT_PROJECT_DIR / "models" / "intermediate" / f"{name}.sql").read_text()
         sql = re.sub(r"\{\{\s*ref\('(\w+)'\)\s*\}\}", r"intermediate.\1", sql)
@@ -877,3 +884,36 @@ def test_missing_estimates_are_written_as_sql_null():
             "select count(*) from marts.certification_effect where estimate is null"
         ).fetchone()[0]
     assert nulls == 3
+
+
+def test_preparation_months_reach_back_to_three_before_the_first_enrolment():
+    """The preparation indicator covers every month from 3 before the start of preparing
+    (first_preparation_month) up to the first certification, and at least the 3 months before
+    it; without a known start, only those 3."""
+    from pipelines.lib.effects.incidents import preparing
+
+    months = pd.date_range("2024-01-01", periods=14, freq="MS")
+    em = pd.DataFrame(
+        {
+            "person_key": ["a"] * 14 + ["b"] * 14,
+            "month": list(months) * 2,
+            "skill_level": 2,
+            "tenure_months": 12,
+            "is_certified": [False] * 10 + [True] * 4 + [False] * 10 + [True] * 4,
+            "first_certified_month": months[10],
+            # a began preparing in month 5 (June 2024); b's start is not known
+            "first_preparation_month": [months[5]] * 14 + [pd.NaT] * 14,
+            "incidents": 0,
+            "exposure_months": 1.0,
+            "separated": False,
+            "separation_type": None,
+        }
+    )
+    m = stats.prepare_engineer_months(em)
+    flags = dict(
+        zip(zip(m["person_key"], m["rel"].astype(int), strict=True), preparing(m), strict=True)
+    )
+    # a: months 2..9 (rel -8..-1) are preparation, month 1 (rel -9) and the certified ones not
+    assert [flags[("a", r)] for r in range(-10, 4)] == [False, False] + [True] * 8 + [False] * 4
+    # b: the 3 months before certifying only
+    assert [flags[("b", r)] for r in range(-10, 4)] == [False] * 7 + [True] * 3 + [False] * 4

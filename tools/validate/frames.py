@@ -68,6 +68,17 @@ def engineer_months(sim: Simulation) -> pd.DataFrame:
         for i, aw in sim.awards.items()
         if aw
     }
+    # the warehouse's first_preparation_month: the month of the first enrolment in a course
+    # leading to a certification, among the preparations begun on or before the first award
+    first_award = {i: min(iss for _, iss, _ in aw) for i, aw in sim.awards.items() if aw}
+    prep_start: dict[int, int] = {}
+    for ep in sim.episode_log or ():
+        i = int(ep["i"])
+        if ep["enrolments"] and i in first_award and ep["start"] <= first_award[i]:
+            prep_start[i] = min(prep_start.get(i, ep["start"]), ep["start"])
+    prep_month_of = {
+        i: np.datetime64(date.fromordinal(day).replace(day=1), "D") for i, day in prep_start.items()
+    }
     exits = pd.DataFrame(sim.exit_log, columns=["i", "day", "separation_type"])
     rows_i, rows_b = log["i"].to_numpy(), log["b"].to_numpy()
     is_cert = np.array(
@@ -85,6 +96,9 @@ def engineer_months(sim: Simulation) -> pd.DataFrame:
             ).astype(int),
             "is_certified": is_cert,
             "first_certified_month": first_month,
+            "first_preparation_month": np.array(
+                [prep_month_of.get(i, nat) for i in rows_i], dtype="datetime64[D]"
+            ),
             "incidents": log["incidents"],
             "exposure_months": (log["b"] - log["a"] + 1) / log["dim"],
             "planted_irr": log["irr"],

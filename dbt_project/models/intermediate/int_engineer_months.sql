@@ -72,6 +72,31 @@ first_cert as (
     group by person_key
 ),
 
+episodes as (
+    select * from {{ ref('int_programme_episodes') }}
+),
+
+-- the month the engineer first enrolled in a course leading to a certification, among the
+-- preparations that began on or before the first award (the statistics keep the months from
+-- three before it up to the first certification out of the reference: preparation, and the
+-- spell that may have prompted it)
+first_preparation as (
+    select
+        e.person_key,
+        date_trunc('month', min(e.first_enrolled_on))::date as first_preparation_month
+    from episodes as e
+    inner join (
+        select
+            person_key,
+            min(valid_from) as first_award_on
+        from cert_intervals
+        group by person_key
+    ) as a
+        on a.person_key = e.person_key
+    where e.first_enrolled_on <= a.first_award_on
+    group by e.person_key
+),
+
 certs_on_date as (
     select
         pm.person_key,
@@ -126,6 +151,7 @@ final as (
         coalesce(c.expiring_next_90d, 0) as expiring_next_90d,
         f.first_certified_month,
         {{ full_months_between('f.first_certified_month', 'pm.month') }} as months_since_first_cert,
+        case when f.first_certified_month is not null then fp.first_preparation_month end as first_preparation_month,
         -- outcomes and exposure
         coalesce(i.incidents, 0) as incidents,
         pm.exposure_months,
@@ -140,6 +166,8 @@ final as (
             and c.month = pm.month
     left join first_cert as f
         on f.person_key = pm.person_key
+    left join first_preparation as fp
+        on fp.person_key = pm.person_key
     left join separations as s
         on
             s.person_key = pm.person_key

@@ -21,6 +21,10 @@ final as (
             when engineer_months.first_certified_month < latest.latest_month
                 then engineer_months.first_certified_month
         end as first_certified_month,
+        case
+            when engineer_months.first_certified_month < latest.latest_month
+                then engineer_months.first_preparation_month
+        end as first_preparation_month,
         -- attributes
         engineer_months.skill_level,
         engineer_months.tenure_months,

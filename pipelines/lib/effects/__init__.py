@@ -8,7 +8,7 @@ data cannot answer.
   does not record) cannot pose as an effect. Lapsed certifications are their own group.
   Incidents: one indicator per cell of certified engineer-months (months since certifying x
   level), averaged with engineer-month weights (extended two-way fixed effects,
-  ``staggered.py``), and the 3 preparation months out of the reference; the one-indicator
+  ``staggered.py``), and the preparation months (from 3 before the first enrolment leading to the first certification) out of the reference; the one-indicator
   figure is published beside it. Standard errors are clustered by engineer: CR1 factor and
   Student-t / F with G-1 degrees of freedom for incidents, CR2 with Satterthwaite degrees of
   freedom for MTTR (``cr2.py``).

@@ -36,7 +36,10 @@ REFERENCE_MONTH = -1
 # pre-period bins of the pre-trend test (relative months), each compared with month -1 alone
 PRE_BINS = {"pre_far": (-np.inf, -7), "pre_near": (-6, -2)}
 # months right before the first certification (courses, exam preparation, and the spell that
-# may have prompted it) get their own indicator instead of serving as the reference
+# may have prompted it) get their own indicator instead of serving as the reference: the 3
+# months before it, and where the panel knows when the engineer began preparing
+# (first_preparation_month), every month from 3 before that start on (preparing for a
+# certification takes months: a bad spell that prompts it lies further back)
 PREPARATION_MONTHS = 3
 MIN_SWITCHERS = 20  # engineers seen both before and while certified
 MIN_COHORTS = 3  # distinct months of first certification among them
@@ -45,8 +48,10 @@ MIN_EVENTS_EACH_SIDE = 20  # their incidents before, and while certified
 METHOD = (
     "Poisson regression of incidents as primary responder per engineer-month, with the months "
     "of exposure as offset, a fixed effect per engineer and per calendar month, indicators for "
-    "a certification that has lapsed, for the 3 months before the first certification "
-    "(preparation: a bad spell that prompts certifying is not the reference) and for skill "
+    "a certification that has lapsed, for the months of preparation before the first "
+    "certification (from 3 months before the first enrolment in a course leading to it, and at "
+    "least the 3 months before it: a bad spell that prompts certifying is not the reference) "
+    "and for skill "
     "level, and one indicator per cell of "
     "certified engineer-months (months since the first certification x skill level; small "
     "cells pooled): extended two-way fixed effects (Wooldridge), so engineer and month effects "
@@ -104,6 +109,20 @@ def single_indicator_ratio(d: pd.DataFrame) -> tuple[float, float, float]:
     return fit.ratio("certified")
 
 
+def preparing(d: pd.DataFrame) -> np.ndarray:
+    """Months before the first certification that are preparation: the last
+    ``PREPARATION_MONTHS``, and from ``PREPARATION_MONTHS`` before the start of preparing on
+    (``prep_t``, when known)."""
+    rel = d["rel"].to_numpy()
+    before = rel < 0
+    near = rel >= -PREPARATION_MONTHS
+    if "prep_t" in d:
+        since_start = d["t"].to_numpy() - d["prep_t"].to_numpy()
+        with np.errstate(invalid="ignore"):
+            near = near | (since_start >= -PREPARATION_MONTHS)
+    return before & near
+
+
 def cell_ratio(d: pd.DataFrame) -> tuple[tuple[float, float, float], int]:
     """Extended two-way fixed effects (``staggered.py``): one indicator per cell of certified
     engineer-months, averaged with weights = engineer-months per cell, and one for the
@@ -114,8 +133,7 @@ def cell_ratio(d: pd.DataFrame) -> tuple[tuple[float, float, float], int]:
     extra = cell_columns(labels, len(d), np.flatnonzero(treated))
     weights = {k: float(v.sum()) for k, v in extra.items()}
     extra["lapsed"] = d["lapsed"].to_numpy()
-    rel = d["rel"].to_numpy()
-    extra["preparing"] = (rel >= -PREPARATION_MONTHS) & (rel < 0)
+    extra["preparing"] = preparing(d)
     agg = aggregate(_fit(d, extra), weights)
     return agg.ratio(), agg.cells
 

@@ -26,10 +26,12 @@ ENGINEER_MONTH_COLUMNS = (
     "separation_type",
 )
 INCIDENT_COLUMNS = ("person_key", "is_certified", "severity", "resolve_minutes", "month")
-# Every column the estimators read, required or optional (`fleet_gpus`): the pipeline reads only
+# Every column the estimators read, required or optional (`fleet_gpus`, and
+# `first_preparation_month`: without it the preparation is the 3 months before the first
+# certification): the pipeline reads only
 # these from the warehouse, so the frames stay small however wide the models grow.
 USED_COLUMNS = {
-    ENGINEER_MONTHS: (*ENGINEER_MONTH_COLUMNS, "fleet_gpus"),
+    ENGINEER_MONTHS: (*ENGINEER_MONTH_COLUMNS, "fleet_gpus", "first_preparation_month"),
     INCIDENT_RESPONSES: INCIDENT_COLUMNS,
 }
 
@@ -143,6 +145,12 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
     out["month_start"] = pd.to_datetime(df["month"]).dt.to_period("M").dt.start_time.to_numpy()
     fleet = df["fleet_gpus"] if "fleet_gpus" in df else pd.Series(np.nan, index=df.index)
     out["fleet_gpus"] = pd.to_numeric(fleet, errors="coerce").to_numpy("float64")
+    prep = (
+        df["first_preparation_month"]
+        if "first_preparation_month" in df
+        else pd.Series(pd.NaT, index=df.index)
+    )
+    out["prep_t"] = _month_index(prep).to_numpy(dtype="float64", na_value=np.nan)
     out["voluntary_exit"] = out["separated"] & out["separation_type"].eq("voluntary").fillna(False)
     out["ever_certified"] = ~np.isnan(out["first_t"].to_numpy())
     out["rel"] = out["t"] - out["first_t"]  # NaN for never-certified
