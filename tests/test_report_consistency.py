@@ -261,11 +261,19 @@ def test_every_label_has_one_value_and_every_effect_one_status(company_html):
     # and the checks had something to read
     figures = labelled_figures(company_html)
     assert "text engineers at quarter end" in figures and "figure roi-investment" in figures
-    assert set(effect_statuses(company_html)) == {
-        "incident_rate_ratio",
-        "mttr_ratio",
-        "attrition_hazard_ratio",
-    }
+    # the certification effects, the promotion effect, and the programme comparisons tagged
+    # "<metric>-<programme>" (each its own effect with its own status)
+    effects = set(effect_statuses(company_html))
+    assert {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"} <= effects
+    programme_metrics = (
+        "time_to_certify_ratio",
+        "first_pass_odds_ratio",
+        "voluntary_exit_hazard_ratio",
+    )
+    others = effects - {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
+    assert all(
+        e == "promotion_hazard_ratio" or e.split("-")[0] in programme_metrics for e in others
+    ), others
 
 
 @pytest.mark.slow

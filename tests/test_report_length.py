@@ -1,6 +1,7 @@
 """Bounded length at any company size: a synthetic warehouse of 240 teams (about the team count
-of a 50,000-employee company) prints within 10 pages, two fewer than the 12 a report may have,
-so that the sections still to come (training programmes, careers) fit; every chart draws ten
+of a 50,000-employee company, without the programme and career marts) prints within 10 pages,
+two fewer than the 12 a report may have, which the programme and career sections take (their
+marts are rendered with 240 teams in tests/test_report_programmes.py); every chart draws ten
 teams, every team is in the HTML and in the appendix files, which open as numbers."""
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ MANY = {
     )
     for i in range(N_TEAMS)
 }
-# pages this report may use, leaving two of the 12 for the sections still to come
+# pages a report may have, and those the sections before the programmes and careers may use
+PAGE_LIMIT = 12
 PAGE_BUDGET = 10
 
 

@@ -104,9 +104,9 @@ def test_headline_coverage_is_the_mart_figure_for_the_quarters_last_month(real):
 
 
 def test_report_prints_within_its_page_budget(real):
-    from test_report_length import PAGE_BUDGET
+    from test_report_length import PAGE_LIMIT
 
-    assert real["pages"] <= PAGE_BUDGET
+    assert real["pages"] <= PAGE_LIMIT
 
 
 def test_every_figure_quoted_in_text_equals_its_table(real):

@@ -153,6 +153,17 @@ def default_dirt_plan(months: list[date], garbage_rows: bool = False) -> DirtPla
     return plan
 
 
+def programme_truth(model: PlantedModel) -> dict:
+    """The planted programme effects as ground_truth.json records them (online the reference)."""
+    return {
+        **{k: getattr(model, k) for k in PROGRAMME_TRUTH},
+        "reference_programme": "online",
+        "programme_courses": {
+            f"{code}/{kind}": course for (code, kind), course in ref.PROGRAMME_COURSE.items()
+        },
+    }
+
+
 def generate_company(
     out: Path,
     employees: int,
@@ -236,13 +247,7 @@ def generate_company(
             "dirt": dirt,
             "garbage_rows": garbage_rows,
         },
-        "programmes": {
-            **{k: getattr(model, k) for k in PROGRAMME_TRUTH},
-            "reference_programme": "online",
-            "programme_courses": {
-                f"{code}/{kind}": course for (code, kind), course in ref.PROGRAMME_COURSE.items()
-            },
-        },
+        "programmes": programme_truth(model),
         "careers": {k: getattr(model, k) for k in CAREER_TRUTH},
         "model": model.as_dict(),
         "model_notes": MODEL_NOTES,
