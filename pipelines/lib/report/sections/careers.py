@@ -35,7 +35,6 @@ from pipelines.lib.report.fmt import (
     pct,
     ratio,
     sentence,
-    usd,
 )
 from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
@@ -196,11 +195,9 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
          f"Promotion rate, {when}", f"Outside the band, {when}"],
         rows, total=total, key="careers-ladder",
         note="Band: how long the ladder expects a level to take (skill level seed). Median "
-        "months in level until promotion, all years (Kaplan-Meier: engineers who left or are "
-        "still at the level count until then; \u201cnot reached\u201d: fewer than half were "
-        "promoted). Promotion rate: promotions ÷ engineers at the level in the year. Outside "
-        "the band: level stretches promoted faster than the band's low end or held past its "
-        "high end, of those whose start is known (marts.level_progression).",
+        "months in level until promotion, all years (Kaplan-Meier; \u201cnot reached\u201d: "
+        "fewer than half were promoted). Outside the band: level stretches promoted faster than "
+        "the band's low end or held past its high end, of those whose start is known.",
     )  # fmt: skip
 
 
@@ -265,6 +262,11 @@ def _pay_by_level(rows: list[PayRow]) -> list[list]:
     return out
 
 
+def _k(v: float | None) -> str:
+    """A band's end in thousands: $95k."""
+    return DASH if v is None else f"${v / 1000:,.0f}k"
+
+
 def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter) -> list[Table]:
     printed = []
     for level, low, high, n, below, above, compas, withheld, groups in _pay_by_level(rows):
@@ -274,7 +276,7 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
         printed.append(
             [
                 f"{level} {names.get(level, '')}".strip(),
-                f"{usd(low)}–{usd(high)}" if high is not None else f"{usd(low)}+",
+                f"{_k(low)}–{_k(high)}" if high is not None else f"{_k(low)}+",
                 "withheld" if gone else num(n),
                 "withheld" if gone else fig(f"pay-below-band-{level}", pct(below)),
                 "withheld" if gone else pct(above),
@@ -300,11 +302,9 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
              None if w else r.compa, bool(h or w)]
         )  # fmt: skip
     note = (
-        "Pay of engineers at the end of the quarter against their level's band, in aggregate "
-        "only, from the published mart (pay rounded to 1,000 USD; withheld where fewer than "
-        f"{thr} in a group have pay, or all of them or the middle half of them earn the same). "
-        "Compa-ratio: pay ÷ the band's "
-        "midpoint, the median of each role family"
+        "Pay at quarter end against the level's band, aggregates of the published mart only "
+        f"(withheld where fewer than {thr} in a group have pay or its middle half earns the same). "
+        "Compa-ratio: pay ÷ the band's midpoint, the median of each role family"
         + (", as a range over the role families shown" if groups else "")
         + "; shares weighted by the engineers with pay in the role families shown."
     )

@@ -30,7 +30,8 @@ CAVEAT = (
     "What these figures can and cannot show: they are associations in observational data, not "
     "proof of cause. Comparing each engineer with their own earlier months removes stable "
     "differences between engineers, but not what changes in their work when they certify; the "
-    "three months of preparation before certifying count apart, so a bad spell that prompts "
+    "months of preparing (from three months before the first enrolment that led to it) count "
+    "apart, so a bad spell that prompts "
     "someone to certify does not pose as an effect. Small groups give wide intervals. The plain "
     "comparison (before against after, or ever against never certified) is printed only to show "
     "how much the design changes the answer."
@@ -38,15 +39,12 @@ CAVEAT = (
 
 PROGRAMMES_METHOD = (
     "Training programmes and careers: a participant is one engineer preparing for one "
-    "certification track, from the first enrolment in a course of that track; the programme is "
-    "the most intensive one used in the first 90 days. Time to certify and time in a level are "
-    "Kaplan-Meier estimates, so engineers who leave or are still preparing count until then. "
-    "Each programme is compared with the online path adjusted for skill level, tenure and track "
-    "at entry (juniors go to bootcamps, seniors to vendor courses), not for what the human "
-    "resources data do not record, such as motivation; the promotion estimate compares certified "
-    "engineers with colleagues of the same tenure and level, month by month. Costs price training "
-    "hours and apprentices' senior time with the assumptions file; the technical specification "
-    "is in docs/statistics.md."
+    "certification track; the programme is the most intensive one used in its first 90 days. "
+    "Times to certify and in a level are Kaplan-Meier estimates (who leaves or is still "
+    "preparing counts until then). Programmes are compared with the online path adjusted for "
+    "skill level, tenure and track at entry, not for what the human resources data do not "
+    "record; promotion compares colleagues of the same tenure and level. Details: "
+    "docs/statistics.md."
 )
 
 # sentences of the mart's caveats that restate a figure this appendix prints from its columns

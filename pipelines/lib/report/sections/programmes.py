@@ -393,16 +393,12 @@ def _cost_table(f: ProgrammeFacts, thr: int, seed: dict[str, str]):
     priced = sorted({p.priced_with for p in f.programmes.values() if p.priced_with})
     note = (
         "Cost per certification = (course fees + exam fees + engineers' time + senior time) ÷ "
-        "certifications earned. Engineers' time: training hours × the hourly rate of an "
-        "engineer; senior time: apprentices × the months of an apprenticeship × working hours "
-        "per month × the share of a senior's productivity it takes × a senior's hourly rate."
+        "certifications earned; engineers' time is their training hours, senior time the "
+        "apprentices' share of a senior's hours (glossary)."
     )
     if priced:
         note += " Priced with the assumptions file: " + "; ".join(priced) + "."
-    note += (
-        " Seed's figures: the domain reference as recorded in the dbt seed "
-        "training_programme_types.csv."
-    )
+    note += " Seed's figures: dbt seed training_programme_types.csv."
     return table(
         "Cost per certification earned, by programme (all tracks), beside the seed's figures",
         ["Programme", *(n for _, n in COST_PARTS), "Per certification earned", "Seed's figures"],
@@ -439,16 +435,18 @@ def comparison_cell(programme: str, e: Effect) -> Markup:
 def _comparison_table(f: ProgrammeFacts):
     progs = _order({p for p, _ in f.comparisons})
     rows = []
-    # (reason, data needed) -> programme -> the comparisons it holds back
-    unknown: dict[tuple[str, str], dict[str, list[str]]] = {}
+    # programme -> (comparison, data needed) of each comparison too small to tell; the reason in
+    # full is the mart's not_estimable_reason
+    unknown: dict[str, list[tuple[str, str]]] = {}
     for p in progs:
         cells = []
         for metric in COMPARISONS:
             e = f.comparisons.get((p, metric))
             cells.append(DASH if e is None else comparison_cell(p, e))
             if e is not None and e.status == "not_estimable":
-                why = unknown.setdefault((e.not_estimable_reason, e.data_needed), {})
-                why.setdefault(programme_name(p).lower(), []).append(COMPARISONS[metric][0].lower())
+                unknown.setdefault(programme_name(p).lower(), []).append(
+                    (COMPARISONS[metric][0].lower(), e.data_needed)
+                )
         rows.append([programme_name(p), *cells])
     note = sentence(
         "Each programme against the online path, adjusted for skill level, tenure and track at "
@@ -456,12 +454,13 @@ def _comparison_table(f: ProgrammeFacts):
         "certified in less time, pass odds ratio above 1 = passed the first attempt more "
         "often, exit hazard ratio below 1 = fewer voluntary exits. 95 % intervals in brackets."
     )
-    for (reason, needed), which in unknown.items():
+    if unknown:
         note += sentence(
-            " Too few to tell ({which}): {reason}; needed: {needed}.",
-            which="; ".join(f"{p}: {', '.join(ms)}" for p, ms in which.items()),
-            reason=reason,
-            needed=needed,
+            " Too few to tell: {which}; the reason and the data needed for each are in "
+            "marts.programme_comparison (not_estimable_reason, data_needed).",
+            which="; ".join(
+                f"{p} ({', '.join(m for m, _ in held)})" for p, held in unknown.items()
+            ),
         )
     return table(
         "Adjusted comparison with the online path (ratio, 95 % interval, status)",
