@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from pipelines.lib.careers.result import finite, null_small_count, suppress
-from pipelines.lib.effects.attrition import _consecutive_tenure, _person_codes
+from pipelines.lib.effects.attrition import _consecutive_tenure, _person_codes, collapse_runs
 from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 from pipelines.lib.project_files import DBT_PROJECT_DIR
@@ -205,34 +205,7 @@ def promotion_process(m: pd.DataFrame) -> pd.DataFrame:
     d, pid, start, cert, lapsed, level, event = (
         x[at_risk] for x in (d, pid, start, cert, lapsed, level, event)
     )
-    stop = start + 1.0
-    new = np.ones(len(d), dtype=bool)
-    if len(d) > 1:
-        new[1:] = (
-            (pid[1:] != pid[:-1])
-            | (start[1:] != stop[:-1])
-            | (cert[1:] != cert[:-1])
-            | (lapsed[1:] != lapsed[:-1])
-            | (level[1:] != level[:-1])
-            | event[:-1]
-        )
-    block = np.cumsum(new) - 1
-    first = np.flatnonzero(new)
-    last = np.r_[first[1:] - 1, len(d) - 1] if len(d) else np.array([], int)
-    return pd.DataFrame(
-        {
-            "id": pid[first],
-            "start": start[first],
-            "stop": stop[last],
-            "event": np.bincount(block, weights=event.astype(float)).astype(bool)
-            if len(d)
-            else np.array([], bool),
-            "certified": cert[first].astype(float),
-            "lapsed": lapsed[first].astype(float),
-            "skill_level": level[first],
-            "first_t": d["first_t"].to_numpy()[first],
-        }
-    )
+    return collapse_runs(pid, start, cert, lapsed, level, event, first_t=d["first_t"].to_numpy())
 
 
 def _expected(cp: pd.DataFrame) -> tuple[float, float, float]:

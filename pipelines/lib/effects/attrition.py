@@ -89,14 +89,36 @@ def counting_process(m: pd.DataFrame) -> pd.DataFrame:
     d = m[m["tenure_months"].notna() & m["skill_level"].notna()]
     pid = _person_codes(d["person_key"])
     start = _consecutive_tenure(d, pid)
-    stop = start + 1.0
     cert = certified_at_month_start(d, pid)
-    level = d["skill_level"].to_numpy()
-    event = d["voluntary_exit"].to_numpy()
     # lapsed at the start of the month: first certified in an earlier month, not certified now
     lapsed = ~cert & (d["rel"].to_numpy() >= 1)
-    new = np.ones(len(d), dtype=bool)
-    if len(d) > 1:
+    return collapse_runs(
+        pid,
+        start,
+        cert,
+        lapsed,
+        d["skill_level"].to_numpy(),
+        d["voluntary_exit"].to_numpy(),
+        first_t=d["first_t"].to_numpy(),
+    )
+
+
+def collapse_runs(
+    pid: np.ndarray,
+    start: np.ndarray,
+    cert: np.ndarray,
+    lapsed: np.ndarray,
+    level: np.ndarray,
+    event: np.ndarray,
+    **extra: np.ndarray,
+) -> pd.DataFrame:
+    """Counting-process rows from one row per engineer-month (tenure ``start``, one month
+    long): one row per run of consecutive months of one engineer with the same certified,
+    lapsed and level, an event ending its run. ``extra`` columns are taken from each run's
+    first month."""
+    stop = start + 1.0
+    new = np.ones(len(pid), dtype=bool)
+    if len(pid) > 1:
         new[1:] = (
             (pid[1:] != pid[:-1])
             | (start[1:] != stop[:-1])
@@ -106,19 +128,19 @@ def counting_process(m: pd.DataFrame) -> pd.DataFrame:
             | event[:-1]
         )
     block = np.cumsum(new) - 1
-    last = np.r_[np.flatnonzero(new)[1:] - 1, len(d) - 1] if len(d) else np.array([], int)
     first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(pid) - 1] if len(pid) else np.array([], int)
     return pd.DataFrame(
         {
             "id": pid[first],
             "start": start[first],
             "stop": stop[last],
             "event": np.bincount(block, weights=event.astype(float)).astype(bool)
-            if len(d)
+            if len(pid)
             else np.array([], bool),
             "certified": cert[first].astype(float),
             "lapsed": lapsed[first].astype(float),
-            "first_t": d["first_t"].to_numpy()[first],
+            **{name: values[first] for name, values in extra.items()},
             "skill_level": level[first],
         }
     )
