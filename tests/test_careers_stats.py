@@ -21,7 +21,11 @@ from pipelines.lib import careers
 from pipelines.lib.careers import careers as career_stats
 from pipelines.lib.careers import programmes as prog_stats
 from pipelines.lib.careers.result import prepare_episodes
-from pipelines.lib.effects.prepare import prepare_engineer_months
+from pipelines.lib.effects.prepare import (
+    ENGINEER_MONTH_COLUMNS,
+    INCIDENT_COLUMNS,
+    prepare_engineer_months,
+)
 from pipelines.lib.roi.assumptions import DEFAULT_ASSUMPTIONS_PATH, base_params, load_assumptions
 
 AS_OF = pd.Timestamp("2024-12-31")
@@ -121,25 +125,14 @@ def simulate_episodes(
 
 
 def empty_months() -> pd.DataFrame:
-    cols = [
-        "person_key",
-        "month",
-        "skill_level",
-        "tenure_months",
-        "is_certified",
-        "first_certified_month",
-        "incidents",
-        "exposure_months",
-        "separated",
-        "separation_type",
-    ]
-    return pd.DataFrame({c: pd.Series(dtype="object") for c in cols}).astype(
+    """The months panel with its required columns and no rows."""
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in ENGINEER_MONTH_COLUMNS}).astype(
         {"month": "datetime64[ns]", "first_certified_month": "datetime64[ns]"}
     )
 
 
 def empty_incidents() -> pd.DataFrame:
-    cols = ["person_key", "is_certified", "severity", "resolve_minutes", "month"]
+    cols = INCIDENT_COLUMNS
     return pd.DataFrame({c: pd.Series(dtype="object") for c in cols}).astype(
         {"month": "datetime64[ns]"}
     )
