@@ -11,7 +11,6 @@ certification as a covariate that changes over time, the design of the attrition
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,7 @@ from scipy import stats as sps
 
 from pipelines.lib.careers.result import finite, null_small_count, suppress
 from pipelines.lib.effects.attrition import _consecutive_tenure, _person_codes, collapse_runs
+from pipelines.lib.effects.cox import fit_counting_process
 from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 from pipelines.lib.project_files import DBT_PROJECT_DIR
@@ -218,27 +218,10 @@ def _expected(cp: pd.DataFrame) -> tuple[float, float, float]:
 
 
 def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
-    from lifelines import CoxTimeVaryingFitter
-
     covariates = ["certified"] + (["lapsed"] if cp["lapsed"].nunique() > 1 else [])
-    ctv = CoxTimeVaryingFitter(alpha=1 - CONFIDENCE)
-    strata = ["skill_level"] if cp["skill_level"].nunique() > 1 else None
-    columns = ["id", "start", "stop", "event", *covariates, *(strata or [])]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ctv.fit(
-            cp[columns].astype({"event": int}),
-            event_col="event",
-            start_col="start",
-            stop_col="stop",
-            id_col="id",
-            strata=strata,
-        )
-    notes = sorted({str(w.message).split("\n")[0] for w in caught})
-    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
-    if bad:
-        raise ArithmeticError(str(bad[0].message).split("\n")[0])
-    return float(ctv.params_["certified"]), float(ctv.standard_errors_["certified"]), notes
+    strata = cp["skill_level"] if cp["skill_level"].nunique() > 1 else None
+    fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[covariates], strata)
+    return float(fit.params["certified"]), float(fit.standard_errors["certified"]), fit.notes
 
 
 def _naive(m: pd.DataFrame) -> tuple[float, float, float]:
@@ -290,7 +273,7 @@ def promotion_effect(m: pd.DataFrame, min_group_size: int) -> Effect:
         )
     try:
         b, se, notes = _cox(cp)
-    except Exception as exc:  # lifelines raises several convergence error types
+    except Exception as exc:  # no convergence, a singular information matrix, ...: not estimable
         return e.not_estimable(f"the Cox model did not converge ({exc})")
     if not (finite(b) and finite(se)) or se > 2.0:
         return e.not_estimable(

@@ -26,6 +26,7 @@ from pipelines.lib.careers.result import (
     cohort_label,
     suppress,
 )
+from pipelines.lib.effects.cox import CoxFit, fit_counting_process
 from pipelines.lib.effects.fit import CONFIDENCE
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 
@@ -601,7 +602,7 @@ def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
 # --------------------------------------------------------------------------------------------
 
 EXIT_METHOD = (
-    "Cox proportional-hazards model (lifelines CoxTimeVaryingFitter) of voluntary exit, time "
+    "Cox proportional-hazards model (counting-process rows, Efron ties) of voluntary exit, time "
     "measured in months from the engineer's first programme episode (the earliest first "
     "enrolment; its programme, level, tenure and track describe the engineer); covariates: one "
     f"indicator per programme (online the reference), {ADJUSTED_FOR}, and holding a "
@@ -656,14 +657,8 @@ def exit_panel(ep: pd.DataFrame) -> pd.DataFrame:
     return cp.join(first.drop(columns=["certified"]), on="id")
 
 
-def _cox(cp: pd.DataFrame, x: pd.DataFrame):
-    from lifelines import CoxTimeVaryingFitter
-
-    df = pd.concat([cp[["id", "start", "stop", "event"]], x], axis=1)
-    df["event"] = df["event"].astype(int)
-    ctv = CoxTimeVaryingFitter(alpha=1 - CONFIDENCE)
-    notes = _quiet(ctv.fit, df, event_col="event", start_col="start", stop_col="stop", id_col="id")
-    return ctv, notes
+def _cox(cp: pd.DataFrame, x: pd.DataFrame) -> CoxFit:
+    return fit_counting_process(cp["start"], cp["stop"], cp["event"], x)
 
 
 def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
@@ -700,9 +695,9 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
         e.threats = THREATS
         e.n_engineers, e.n_events = len(g) + len(ref), int(g["event"].sum() + ref["event"].sum())
         name = f"programme={p}"
-        if not isinstance(fitted[False], Exception) and name in fitted[False][0].params_:
-            ctv = fitted[False][0]
-            e.naive = _wald(float(ctv.params_[name]), float(ctv.standard_errors_[name]))
+        if not isinstance(fitted[False], Exception) and name in fitted[False].params:
+            naive = fitted[False]
+            e.naive = _wald(float(naive.params[name]), float(naive.standard_errors[name]))
         counts = {
             p: (len(g), int(g["event"].sum())),
             REFERENCE: (len(ref), int(ref["event"].sum())),
@@ -712,10 +707,10 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
         if isinstance(fitted[True], Exception):
             e.not_estimable(f"the Cox model did not converge ({_first_line(fitted[True])})")
             continue
-        ctv, notes = fitted[True]
+        fit = fitted[True]
         b, se = (
-            (float(ctv.params_[name]), float(ctv.standard_errors_[name]))
-            if name in ctv.params_
+            (float(fit.params[name]), float(fit.standard_errors[name]))
+            if name in fit.params
             else (math.nan, math.nan)
         )
         if not _usable(e, b, se, "voluntary exits"):
@@ -733,7 +728,7 @@ def exit_hazard_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[
             "them sooner shows that in the time to certify, not here."
         )
         e.caveats += [pooled] if pooled else []
-        e.caveats += [f"The Cox fit warned: {n}" for n in notes]
+        e.caveats += [f"The Cox fit warned: {n}" for n in fit.notes]
     return out
 
 

@@ -5,12 +5,12 @@ first certification counts as uncertified time and no immortal-time bias arises.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from pipelines.lib.effects.cox import fit_counting_process
 from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 
@@ -185,24 +185,9 @@ def _exits_needed(cp: pd.DataFrame) -> str:
 def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
     """Coefficient and standard error of ``certified``; warnings come back as text, a
     convergence problem as an exception."""
-    from lifelines import CoxTimeVaryingFitter
-
     covariates = ["certified"] + [c for c in ("lapsed", "skill_level") if cp[c].nunique() > 1]
-    ctv = CoxTimeVaryingFitter(alpha=1 - CONFIDENCE)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ctv.fit(
-            cp[["id", "start", "stop", "event", *covariates]],
-            event_col="event",
-            start_col="start",
-            stop_col="stop",
-            id_col="id",
-        )
-    notes = sorted({str(w.message).split("\n")[0] for w in caught})
-    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
-    if bad:
-        raise ArithmeticError(str(bad[0].message).split("\n")[0])
-    return float(ctv.params_["certified"]), float(ctv.standard_errors_["certified"]), notes
+    fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[covariates])
+    return float(fit.params["certified"]), float(fit.standard_errors["certified"]), fit.notes
 
 
 def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
@@ -234,7 +219,7 @@ def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
         )
     try:
         b, se, notes = _cox(cp)
-    except Exception as exc:  # lifelines raises several convergence error types
+    except Exception as exc:  # no convergence, a singular information matrix, ...: not estimable
         return e.not_estimable(f"the Cox model did not converge ({exc})")
     if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0:
         return e.not_estimable(
