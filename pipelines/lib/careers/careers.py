@@ -14,18 +14,16 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from pipelines.lib.careers.result import finite, null_small_count, suppress
+from pipelines.lib.careers.result import null_small_count, suppress
 from pipelines.lib.effects.attrition import _consecutive_tenure, _person_codes, collapse_runs
-from pipelines.lib.effects.cox import fit_counting_process
-from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
+from pipelines.lib.effects.cox import hazard_ratio_while_certified
+from pipelines.lib.effects.fit import two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 
 SKILL_LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
 TOP_LEVEL = 5
-MAX_LOG = 700.0  # exp() of more overflows a float
 # a spell that starts in a month in which the engineer's tenure is below this was started by
 # the hire (tenure is measured on the last day worked in the month)
 HIRE_TENURE_MONTHS = 1.0
@@ -217,13 +215,6 @@ def _expected(cp: pd.DataFrame) -> tuple[float, float, float]:
     return total * share, total * (1 - share), share
 
 
-def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
-    covariates = ["certified"] + (["lapsed"] if cp["lapsed"].nunique() > 1 else [])
-    strata = cp["skill_level"] if cp["skill_level"].nunique() > 1 else None
-    fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[covariates], strata)
-    return float(fit.params["certified"]), float(fit.standard_errors["certified"]), fit.notes
-
-
 def _naive(m: pd.DataFrame) -> tuple[float, float, float]:
     d = m[(m["skill_level"] > 0) & (m["skill_level"] < TOP_LEVEL)]
     pid = _person_codes(d["person_key"])
@@ -265,36 +256,15 @@ def promotion_effect(m: pd.DataFrame, min_group_size: int) -> Effect:
             f"{MIN_PROMOTIONS_EACH_SIDE} on each side)",
             needed,
         )
-    if lapsed.any() and int((ev & lapsed).sum()) < MIN_LAPSED_PROMOTIONS:
-        cp = cp[~lapsed]
-        e.caveats.append(
-            f"Time after a certification lapsed ({int((ev & lapsed).sum())} promotions) is "
-            "left out of the comparison: too little to estimate on its own, and not a control."
-        )
-    try:
-        b, se, notes = _cox(cp)
-    except Exception as exc:  # no convergence, a singular information matrix, ...: not estimable
-        return e.not_estimable(f"the Cox model did not converge ({exc})")
-    if not (finite(b) and finite(se)) or se > 2.0:
-        return e.not_estimable(
-            f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
-            f"{se:.2f})",
-            f"about {e.n_events} more promotions (twice as many as now)",
-        )
-    z = sps.norm.ppf(0.5 + CONFIDENCE / 2)
-    if abs(b) + z * se > MAX_LOG:  # exp() would overflow: no finite ratio to publish
-        return e.not_estimable(
-            f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
-            f"{se:.2f})",
-            f"about {e.n_events} more promotions (twice as many as now)",
-        )
-    e.estimate, e.ci_low, e.ci_high = math.exp(b), math.exp(b - z * se), math.exp(b + z * se)
+    notes = hazard_ratio_while_certified(e, cp, "promotions", MIN_LAPSED_PROMOTIONS, "strata")
+    if notes is None:
+        return e
     e.caveats.append(
         interval_words(e, "While certified, engineers are promoted at")
         + f" Based on {have_c} promotions while certified and {have_u} while not (yet) "
         "certified. Assumes the effect is proportional over tenure and the same at every level."
     )
-    e.caveats += [f"The Cox fit warned: {n}" for n in notes]
+    e.caveats += notes
     return e
 
 

@@ -26,7 +26,7 @@ from pipelines.lib.careers.result import (
     cohort_label,
     suppress,
 )
-from pipelines.lib.effects.cox import CoxFit, fit_counting_process
+from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process
 from pipelines.lib.effects.fit import CONFIDENCE
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 
@@ -334,9 +334,6 @@ def design(ep: pd.DataFrame, programmes: list[str], adjusted: bool) -> pd.DataFr
 def _first_line(exc: Exception) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return lines[0] if lines else type(exc).__name__
-
-
-MAX_LOG = 700.0  # exp() of more overflows a float
 
 
 def safe_exp(x: float) -> float:

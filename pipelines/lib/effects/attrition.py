@@ -8,10 +8,9 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from pipelines.lib.effects.cox import fit_counting_process
-from pipelines.lib.effects.fit import CONFIDENCE, two_group_ratio
+from pipelines.lib.effects.cox import hazard_ratio_while_certified
+from pipelines.lib.effects.fit import two_group_ratio
 from pipelines.lib.effects.result import Effect, interval_words, window_of
 
 METRIC = "attrition_hazard_ratio"
@@ -182,14 +181,6 @@ def _exits_needed(cp: pd.DataFrame) -> str:
     return f"about {more} more voluntary exits"
 
 
-def _cox(cp: pd.DataFrame) -> tuple[float, float, list[str]]:
-    """Coefficient and standard error of ``certified``; warnings come back as text, a
-    convergence problem as an exception."""
-    covariates = ["certified"] + [c for c in ("lapsed", "skill_level") if cp[c].nunique() > 1]
-    fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[covariates])
-    return float(fit.params["certified"]), float(fit.standard_errors["certified"]), fit.notes
-
-
 def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
     e = Effect(METRIC, METHOD, COMPARISON, NAIVE_METHOD, threats=THREATS)
     e.naive = naive_ratio(m)
@@ -210,29 +201,13 @@ def attrition_hazard_ratio(m: pd.DataFrame, min_group_size: int) -> Effect:
             f"(minimum {MIN_EXITS_EACH_SIDE} on each side)",
             _exits_needed(cp),
         )
-    lapsed = (cp["lapsed"] > 0).to_numpy()
-    if lapsed.any() and int((ev & lapsed).sum()) < MIN_LAPSED_EXITS:
-        cp = cp[~lapsed]  # too few to estimate their own rate: out of the risk set, not controls
-        e.caveats.append(
-            f"Time after a certification lapsed ({int((ev & lapsed).sum())} exits) is left out "
-            "of the comparison: too little to estimate on its own, and not a control."
-        )
-    try:
-        b, se, notes = _cox(cp)
-    except Exception as exc:  # no convergence, a singular information matrix, ...: not estimable
-        return e.not_estimable(f"the Cox model did not converge ({exc})")
-    if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0:
-        return e.not_estimable(
-            f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
-            f"{se:.2f})",
-            f"about {e.n_events} more voluntary exits (twice as many as now)",
-        )
-    z = sps.norm.ppf(0.5 + CONFIDENCE / 2)
-    e.estimate, e.ci_low, e.ci_high = math.exp(b), math.exp(b - z * se), math.exp(b + z * se)
+    notes = hazard_ratio_while_certified(e, cp, "exits", MIN_LAPSED_EXITS, level="covariate")
+    if notes is None:
+        return e
     e.caveats.append(
         interval_words(e, "While certified, engineers leave voluntarily at")
         + f" Based on {have_c} exits while certified and {have_u} while not (yet) certified. "
         "Assumes the effect is proportional over tenure."
     )
-    e.caveats += [f"The Cox fit warned: {n}" for n in notes]
+    e.caveats += notes
     return e

@@ -62,3 +62,53 @@ def fit_counting_process(start, stop, event, covariates: pd.DataFrame, strata=No
         pd.Series(np.asarray(result.bse), index=names),
         sorted({str(w.message).split("\n")[0] for w in caught}),
     )
+
+
+MAX_LOG = 700.0  # exp() of more overflows a float
+
+
+def hazard_ratio_while_certified(
+    e, cp: pd.DataFrame, events: str, min_lapsed: int, level: str
+) -> list[str] | None:
+    """The common end of the attrition and promotion hazard ratios, on their counting-process
+    rows ``cp`` (id, start, stop, event, certified, lapsed, skill_level).
+
+    Lapsed time with fewer than ``min_lapsed`` events leaves the risk set (too few to estimate
+    its own rate, and not a control); otherwise it gets its own term. Skill level enters as a
+    covariate (``level="covariate"``) or as strata with their own baseline hazard
+    (``level="strata"``). A fit that fails, or whose interval is not usable (a standard error
+    over 2, or a ratio exp() cannot give), makes the effect not estimable with the reason.
+    Sets the estimate and interval of the ``Effect`` ``e`` and returns the fit's warnings, or
+    None when ``e`` is not estimable."""
+    from scipy import stats as sps
+
+    from pipelines.lib.effects.fit import CONFIDENCE
+
+    ev = cp["event"].to_numpy()
+    lapsed = (cp["lapsed"] > 0).to_numpy()
+    if lapsed.any() and int((ev & lapsed).sum()) < min_lapsed:
+        cp = cp[~lapsed]
+        e.caveats.append(
+            f"Time after a certification lapsed ({int((ev & lapsed).sum())} {events}) is left "
+            "out of the comparison: too little to estimate on its own, and not a control."
+        )
+    varying = [c for c in ("lapsed", "skill_level") if cp[c].nunique() > 1]
+    covariates = ["certified", *(c for c in varying if level == "covariate" or c == "lapsed")]
+    strata = cp["skill_level"] if level == "strata" and "skill_level" in varying else None
+    try:
+        fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[covariates], strata)
+    except Exception as exc:  # no convergence, a singular information matrix, ...
+        e.not_estimable(f"the Cox model did not converge ({exc})")
+        return None
+    b, se = float(fit.params["certified"]), float(fit.standard_errors["certified"])
+    z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
+    if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0 or abs(b) + z * se > MAX_LOG:
+        e.not_estimable(
+            f"the Cox model gives no usable interval (log hazard ratio {b:.2f}, standard error "
+            f"{se:.2f})",
+            f"about {e.n_events} more {events} (twice as many as now)",
+        )
+        return None
+    e.estimate, e.ci_low, e.ci_high = np.exp(b), np.exp(b - z * se), np.exp(b + z * se)
+    e.estimate, e.ci_low, e.ci_high = float(e.estimate), float(e.ci_low), float(e.ci_high)
+    return [f"The Cox fit warned: {n}" for n in fit.notes]
