@@ -505,15 +505,17 @@ def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
         con.execute("create table intermediate.int_engineer_months as select * from em")
         con.execute("create table intermediate.int_incident_responses as select * from inc")
         con.execute("create table intermediate.int_programme_episodes as select * from ep")
+        con.execute("create table intermediate.int_programme_episodes_complete as select * from ep")
         create_complete_panels(con)
     result = dg.materialize(
-        [career_defs.programme_career_statistics],
+        [career_defs.programme_career_statistics, career_defs.programme_costs],
         resources=talent_resources(warehouse_dir=tmp_path),
     )
     assert result.success
     with duckdb.connect(str(build), read_only=True) as con:
         tables = {
-            name: con.execute(f"select * from marts.{name}").df() for name in career_defs.MART_KEYS
+            name: con.execute(f"select * from marts.{name}").df()
+            for name in [*career_defs.MART_KEYS, "programme_costs"]
         }
         uncommented = con.execute(
             "select table_name, column_name from duckdb_columns() where schema_name = 'marts' "

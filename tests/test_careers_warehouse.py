@@ -232,7 +232,7 @@ def recount_episodes(c: Company) -> dict[tuple[str, str], dict]:
         certified_on = min(
             (x for x, _, _ in passes[(person, code)] if start <= x <= end), default=None
         )
-        window = [p for d, p in rows if start <= d < start + timedelta(days=90)]
+        window = [p for d, p in rows if start <= d < start + timedelta(days=90) and d <= c.as_of]
         programme = min(window, key=lambda p: PRIORITY.index(p) if p in PRIORITY else 99)
         episodes[(person, code)] = {
             "programme_type": programme if programme in PRIORITY else "unknown",
@@ -348,6 +348,32 @@ def test_every_episode_matches_the_recount(company, build):
     }
     assert len(expected) >= 20, "the company should prepare a few dozen engineers"
     assert got == expected
+
+
+def test_the_statistics_read_the_episodes_as_of_the_last_complete_month(shared_company, build):
+    """int_programme_episodes_complete is the recount with the day before the panel's latest
+    month as the as-of date: later enrolments, passes and exits are not known yet, open
+    episodes are censored on that day (the statistics' months are the complete ones)."""
+    latest = rows(build, "select max(month) as m from intermediate.int_engineer_months")[0]["m"]
+    as_of = latest - timedelta(days=1)
+    expected = recount_episodes(read_company(shared_company.sources, as_of))
+    columns = ("programme_type", "first_enrolled_on", "certified_on", "followed_until")
+    got = {
+        (r["person_key"], r["certification_code"]): {k: r[k] for k in columns}
+        for r in rows(build, "select * from intermediate.int_programme_episodes_complete")
+    }
+    assert got == expected
+    to_date = recount_episodes(read_company(shared_company.sources, shared_company.end_date))
+    # the month in progress adds episodes or outcomes the complete table does not have yet
+    assert len(expected) < len(to_date) or any(
+        to_date[k] != v for k, v in expected.items() if k in to_date
+    )
+    exits = rows(
+        build,
+        "select count(*) as n from intermediate.int_programme_episodes_complete "
+        f"where exit_on > date '{as_of.isoformat()}'",
+    )[0]["n"]
+    assert exits == 0
 
 
 def test_episodes_and_certified_per_programme_and_track(company, build):

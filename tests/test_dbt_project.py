@@ -286,6 +286,7 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     assert set(content_versioned(manifest)) == {
         dg.AssetKey(["intermediate", "int_engineer_months_complete"]),
         dg.AssetKey(["intermediate", "int_incident_responses_complete"]),
+        dg.AssetKey(["intermediate", "int_programme_episodes_complete"]),
     }
 
 

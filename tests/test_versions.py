@@ -194,9 +194,11 @@ def test_each_setting_changes_the_code_version_of_what_reads_it(tmp_path):
     assert {"marts/attrition", "marts/certification_effect", "warehouse/published"} <= moved[
         "group size"
     ]
-    # the programme statistics price with the assumptions and suppress with the group size
+    # the programme costs price with the assumptions, the programme statistics do not read
+    # them; both suppress with the group size
     programme_marts = {"marts/programme_costs", "marts/time_to_certify", "marts/promotion_effect"}
-    assert programme_marts <= moved["assumptions"] & moved["group size"]
+    assert programme_marts & moved["assumptions"] == {"marts/programme_costs"}
+    assert programme_marts <= moved["group size"]
     assert not programme_marts & moved["key"]
 
 

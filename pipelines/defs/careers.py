@@ -1,12 +1,15 @@
 """Dagster wiring for the programme and career statistics (logic: `pipelines/lib/careers/`).
 
-Reads the programme episodes (`intermediate.int_programme_episodes`) and the statistics'
-complete-month panels (`int_engineer_months_complete`, `int_incident_responses_complete`)
-read-only from the build file, prices the programmes with the base values of the assumptions
-file, and writes five marts into schema `marts` of the same file with their descriptions as
-comments. Kept under the same rule as the certification statistics (`versions.assess`): the
-panels, the episodes, the code and the settings it reads (min_group_size, the assumptions
-file) unchanged leave the marts as they are.
+`programme_career_statistics` reads the programme episodes as of the end of the last complete
+month (`intermediate.int_programme_episodes_complete`) and the statistics' complete-month panels
+(`int_engineer_months_complete`, `int_incident_responses_complete`) read-only from the build
+file, and writes four marts into schema `marts` of the same file with their descriptions as
+comments. `programme_costs` prices the episodes as of the as-of date
+(`intermediate.int_programme_episodes`, the episodes `marts.programme_outcomes` counts) with the
+base values of the assumptions file. Both are kept under the same rule as the certification
+statistics (`versions.assess`): inputs, code and the settings they read unchanged leave their
+marts as they are. All three inputs of the statistics change only when a month closes (or a
+late delivery reaches back), so a nightly in the middle of a month keeps them.
 """
 
 import dagster as dg
@@ -19,7 +22,8 @@ from pipelines.lib import db
 # pandas, pyarrow and the statistics (SciPy, lifelines, statsmodels) are imported when the
 # asset runs: loading the definitions should not pay for them.
 
-EPISODES_KEY = dg.AssetKey(["intermediate", "int_programme_episodes"])
+EPISODES_KEY = dg.AssetKey(["intermediate", "int_programme_episodes_complete"])
+EPISODES_TO_DATE_KEY = dg.AssetKey(["intermediate", "int_programme_episodes"])
 MONTHS_KEY = dg.AssetKey(["intermediate", "int_engineer_months_complete"])
 INCIDENTS_KEY = dg.AssetKey(["intermediate", "int_incident_responses_complete"])
 INPUT_KEYS = [EPISODES_KEY, MONTHS_KEY, INCIDENTS_KEY]
@@ -30,16 +34,15 @@ MART_KEYS = {
     for name in (
         "time_to_certify",
         "programme_comparison",
-        "programme_costs",
         "time_in_level",
         "promotion_effect",
     )
 }
+COSTS_KEY = dg.AssetKey(["marts", "programme_costs"])
 # what each mart is computed from (the step reads all three and recomputes all five together)
 DEPS = {
     "time_to_certify": [EPISODES_KEY],
     "programme_comparison": INPUT_KEYS,
-    "programme_costs": [EPISODES_KEY],
     "time_in_level": [MONTHS_KEY],
     "promotion_effect": [MONTHS_KEY],
 }
@@ -49,8 +52,6 @@ DESCRIPTIONS = {
     "programme_comparison": "Each programme against online courses, adjusted for level, tenure "
     "and track: time to certify, first-attempt pass odds, voluntary exit, and the incident and "
     "MTTR ratios of the engineers it certified; naive figures beside.",
-    "programme_costs": "Fees, exam fees and time priced with the assumptions file, per "
-    "programme and track, and per certification earned.",
     "time_in_level": "Kaplan-Meier months at each skill level until promotion, against the "
     "ladder's time bands.",
     "promotion_effect": "Cox hazard ratio of promotion while certified vs not, at equal tenure "
@@ -147,24 +148,16 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
     context.log.info(f"estimating: {verdict.reasons()}")
     from pipelines.lib import careers
     from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
-    from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
 
-    try:
-        prices = base_params(load_assumptions(s.assumptions_file))
-    except RoiInputError as exc:
-        raise dg.Failure(str(exc)) from exc
     with db.connect(s.build_db, read_only=True) as con:
         months, incidents = (
             con.execute(select_used(con, table)).df()
             for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
         )
-        present = {row[0] for row in con.execute(f"describe {careers.EPISODES}").fetchall()}
-        columns = [f'"{c}"' for c in careers.EPISODE_USED_COLUMNS if c in present]
-        episodes = con.execute(f"select {', '.join(columns)} from {careers.EPISODES}").df()
+        episodes = _read_episodes(con, careers.EPISODES)
     try:
         frames = {
             **careers.programme_statistics(episodes, months, incidents, s.min_group_size),
-            "programme_costs": careers.programme_costs(episodes, prices, s.min_group_size),
             **careers.career_statistics(months, s.min_group_size),
         }
     except StatsInputError as exc:
@@ -175,3 +168,54 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
     for name, key in MART_KEYS.items():
         context.log.info(f"marts.{name}: {len(frames[name])} rows")
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(name, frames[name]))
+
+
+def _read_episodes(con, table: str):
+    """The columns of the episodes the statistics use (a missing one is named by `prepare`)."""
+    from pipelines.lib import careers
+
+    present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
+    columns = [f'"{c}"' for c in careers.EPISODE_USED_COLUMNS if c in present]
+    return con.execute(f"select {', '.join(columns)} from {table}").df()
+
+
+@dg.asset(
+    key=COSTS_KEY,
+    group_name="statistics",
+    deps=[EPISODES_TO_DATE_KEY],
+    kinds={"python", "duckdb"},
+    code_version=CODE_VERSION,
+    description="Fees, exam fees and time priced with the assumptions file, per programme and "
+    "track, and per certification earned, over the episodes as of the as-of date (those "
+    "marts.programme_outcomes counts).",
+)
+def programme_costs(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Prices the programme episodes, unless the episodes, the code and the settings it reads
+    (min_group_size, the assumptions file) are those the mart was computed from."""
+    s = talent.settings
+    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    if verdict.kept:
+        context.log.info(
+            f"episodes, prices and code unchanged: the costs of run "
+            f"{', '.join(verdict.computed_in())} are kept"
+        )
+        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
+        return
+    from pipelines.lib import careers
+    from pipelines.lib.effects.prepare import StatsInputError
+    from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
+
+    try:
+        prices = base_params(load_assumptions(s.assumptions_file))
+    except RoiInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    with db.connect(s.build_db, read_only=True) as con:
+        episodes = _read_episodes(con, careers.EPISODES_TO_DATE)
+    try:
+        frame = careers.programme_costs(episodes, prices, s.min_group_size)
+    except StatsInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    with db.connect(s.build_db) as con:
+        _write(con, "programme_costs", frame)
+    context.log.info(f"marts.programme_costs: {len(frame)} rows")
+    yield dg.MaterializeResult(metadata=_metadata("programme_costs", frame))

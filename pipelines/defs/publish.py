@@ -26,6 +26,7 @@ MART_KEYS = sorted(
             deliveries.source_deliveries,
             effects.certification_statistics,
             careers.programme_career_statistics,
+            careers.programme_costs,
             roi.roi_tables,
         )
         for key in assets.keys

@@ -31,6 +31,7 @@ from pipelines.lib.careers.result import (
     COMPARISON_METRICS,
     EPISODE_USED_COLUMNS,
     EPISODES,
+    EPISODES_TO_DATE,
     MART_DESCRIPTIONS,
     comparison_frame,
     prepare_episodes,
@@ -42,6 +43,7 @@ __all__ = [
     "COMPARISON_COLUMNS",
     "COMPARISON_METRICS",
     "EPISODES",
+    "EPISODES_TO_DATE",
     "EPISODE_USED_COLUMNS",
     "MART_DESCRIPTIONS",
     "MARTS",
@@ -81,7 +83,9 @@ def programme_costs(episodes, prices: dict[str, float], min_group_size: int = 5)
     """The ``programme_costs`` mart; ``prices``: the base values of the assumptions
     employee_rate_usd_per_hour, senior_rate_usd_per_hour,
     apprenticeship_senior_productivity_loss, apprenticeship_months and hours_per_month."""
-    return _costs.programme_costs(prepare_episodes(episodes), prices, min_group_size)
+    return _costs.programme_costs(
+        prepare_episodes(episodes, EPISODES_TO_DATE), prices, min_group_size
+    )
 
 
 def career_statistics(engineer_months, min_group_size: int = 5) -> dict[str, pd.DataFrame]:

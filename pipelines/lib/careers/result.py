@@ -11,7 +11,10 @@ import pandas as pd
 from pipelines.lib.effects.prepare import StatsInputError, _as_bool, _to_pandas
 from pipelines.lib.effects.result import EFFECT_COLUMNS, EFFECT_DESCRIPTIONS, Effect
 
-EPISODES = "intermediate.int_programme_episodes"
+# the episodes the statistics read: as of the end of the last complete month, like the panels
+EPISODES = "intermediate.int_programme_episodes_complete"
+# the episodes as of the as-of date: what the costs read, the same the outcomes mart counts
+EPISODES_TO_DATE = "intermediate.int_programme_episodes"
 EPISODE_COLUMNS = (
     "person_key",
     "certification_code",
@@ -42,20 +45,21 @@ UNKNOWN = "unknown"
 MIN_DURATION_MONTHS = 1 / 30.4375
 
 
-def prepare_episodes(episodes) -> pd.DataFrame:
-    """Validate and normalise ``int_programme_episodes``: types, booleans, dates."""
-    df = _to_pandas(episodes, EPISODES)
+def prepare_episodes(episodes, table: str = EPISODES) -> pd.DataFrame:
+    """Validate and normalise the programme episodes (``table``, named in errors): types,
+    booleans, dates."""
+    df = _to_pandas(episodes, table)
     missing = [c for c in EPISODE_COLUMNS if c not in df.columns]
     if missing:
         raise StatsInputError(
-            f"{EPISODES}: missing column(s) {', '.join(missing)}. Rebuild the dbt model so it "
+            f"{table}: missing column(s) {', '.join(missing)}. Rebuild the dbt model so it "
             "has the columns of its contract (docs/architecture.md, the programme episodes)."
         )
     dup = df.duplicated(["person_key", "certification_code"])
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0]) + 1
         raise StatsInputError(
-            f"{EPISODES}: row {row} repeats a (person_key, certification_code) pair "
+            f"{table}: row {row} repeats a (person_key, certification_code) pair "
             f"({int(dup.sum())} duplicates); the grain is one episode per person and track."
         )
     months = pd.to_numeric(df["months_followed"], errors="coerce")
@@ -63,7 +67,7 @@ def prepare_episodes(episodes) -> pd.DataFrame:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0]) + 1
         raise StatsInputError(
-            f"{EPISODES}: row {row} (of {len(df)}, {int(bad.sum())} such rows) has no or a "
+            f"{table}: row {row} (of {len(df)}, {int(bad.sum())} such rows) has no or a "
             "negative months_followed; fix followed_until in the dbt model."
         )
     out = pd.DataFrame(
