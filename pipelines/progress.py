@@ -23,7 +23,7 @@ STAGES = (
     ("checks", ("check", "suite", "quality", "freshness")),
     ("ingest", ("raw__",)),
     ("dbt", ("dbt",)),
-    ("statistics", ("certification_statistics", "stat")),
+    ("statistics", ("certification_statistics", "stat", "programme_costs")),
     ("roi", ("roi",)),
     ("publish", ("publish",)),
     ("report", ("report",)),

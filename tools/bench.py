@@ -67,7 +67,7 @@ def phase_of(step_key: str) -> str:
         return "ingest"
     if "dbt" in k:
         return "dbt"
-    if "certification_effect" in k or "stat" in k or "event_study" in k:
+    if "certification_effect" in k or "stat" in k or "event_study" in k or "programme_costs" in k:
         return "statistics"
     if "roi" in k:
         return "roi"
