@@ -376,6 +376,41 @@ def test_the_statistics_read_the_episodes_as_of_the_last_complete_month(shared_c
     assert exits == 0
 
 
+def test_a_later_status_of_an_earlier_enrolment_leaves_the_statistics_episodes_alone(
+    shared_company, build, tmp_path
+):
+    """A completion or withdrawal exported after the end of the last complete month rewrites an
+    earlier enrolment (status, charge, hours; a withdrawal carries no date). The episodes to
+    date change with it; the content of those the statistics read, their data version, does
+    not, so such a night keeps the programme statistics."""
+    import shutil
+
+    from pipelines.defs.versions import content_version
+
+    build_file = shared_company.warehouse / "build" / "talent.duckdb"
+    compiled = next((shared_company.warehouse / "build").glob("*/compiled/*/models/intermediate"))
+    sql = {
+        name: (compiled / f"{name}.sql").read_text()
+        for name in ("int_programme_episodes", "int_programme_episodes_complete")
+    }
+    latest = rows(build, "select max(month) as m from intermediate.int_engineer_months")[0]["m"]
+    as_of = (latest - timedelta(days=1)).isoformat()
+    copy = tmp_path / build_file.name  # the same file name: the compiled SQL names its catalog
+    shutil.copy(build_file, copy)
+    with duckdb.connect(str(copy)) as con:
+        before = {name: content_version(con, q) for name, q in sql.items()}
+        updated = con.execute(
+            "update staging.stg_lms__enrolments set status = 'completed', "
+            f"completed_on = date '{as_of}' + 1, charged_usd = coalesce(charged_usd, 0) + 100, "
+            "hours_spent = coalesce(hours_spent, 0) + 10 "
+            f"where enrolled_on <= date '{as_of}' and status not in ('completed', 'passed')"
+        ).fetchone()[0]
+        after = {name: content_version(con, q) for name, q in sql.items()}
+    assert updated > 0, "the company should have enrolments still open at the month's end"
+    assert after["int_programme_episodes"] != before["int_programme_episodes"]
+    assert after["int_programme_episodes_complete"] == before["int_programme_episodes_complete"]
+
+
 def test_episodes_and_certified_per_programme_and_track(company, build):
     """restricted.programme_outcomes ('all' rows summed over cohorts) against the recount."""
     expected_n, expected_cert = Counter(), Counter()

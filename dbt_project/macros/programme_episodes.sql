@@ -2,7 +2,11 @@
     the warehouse's as-of date, or, with complete=true, as of the end of the last complete month
     (int_programme_episodes_complete): then only what was known by that day counts (enrolments,
     attempts and exits after it are left out, and open episodes are censored on it), so the
-    table changes when a month closes or a late delivery reaches back, not with every day. -#}
+    table changes when a month closes or a late delivery reaches back, not with every day. That
+    table leaves out what an enrolment's later status rewrites (completed, and the fees, hours
+    and apprenticeship the costs price: a completion or withdrawal exported today updates an
+    August enrolment's charge and hours, and a withdrawal carries no date to cut at); the costs
+    read the episodes to date. -#}
 {% macro programme_episodes(complete=false) %}
 with enrolments as (
     select * from {{ ref('stg_lms__enrolments') }}
@@ -204,12 +208,14 @@ episode_enrolments as (
     select
         f.person_key,
         f.certification_code,
-        count(*) as enrolments,
+        count(*) as enrolments
+        {%- if not complete %},
         max(case when t.completed then 1 else 0 end) = 1 as completed,
         max(case when t.programme_type = 'apprenticeship' then 1 else 0 end) = 1 as apprenticeship,
         {{ exact_sum('t.fees_usd') }} as fees_usd,
         {{ exact_sum('t.list_price_usd') }} as list_price_usd,
         {{ exact_sum('t.training_hours') }} as training_hours
+        {%- endif %}
     from followed as f
     inner join track_enrolments as t
         on
@@ -274,7 +280,9 @@ final as (
         {{ days_as_months(days_between('f.hire_date', 'f.first_enrolled_on')) }} as tenure_months_at_entry,
         -- preparation
         coalesce(en.enrolments, 0) as enrolments,
+        {%- if not complete %}
         coalesce(en.completed, false) as completed,
+        {%- endif %}
         coalesce(att.attempts, 0) as attempts,
         att.first_attempt_on,
         att.first_attempt_passed,
@@ -283,12 +291,14 @@ final as (
         f.certified_on,
         f.followed_until,
         {{ days_as_months(days_between('f.first_enrolled_on', 'f.followed_until')) }} as months_followed,
+        {%- if not complete %}
         -- money and time
         coalesce(en.fees_usd, 0) as fees_usd,
         coalesce(en.list_price_usd, 0) as list_price_usd,
         coalesce(att.exam_fees_usd, 0) as exam_fees_usd,
         coalesce(en.training_hours, 0) as training_hours,
         coalesce(en.apprenticeship, false) as apprenticeship,
+        {%- endif %}
         -- exits
         coalesce(
             f.exit_type = 'voluntary' and f.exit_on <= {{ add_months_to('f.first_enrolled_on', 12) }}, false

@@ -171,11 +171,11 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
 
 
 def _read_episodes(con, table: str):
-    """The columns of the episodes the statistics use (a missing one is named by `prepare`)."""
+    """The columns of the episodes the step reads (a missing one is named by `prepare`)."""
     from pipelines.lib import careers
 
     present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
-    columns = [f'"{c}"' for c in careers.EPISODE_USED_COLUMNS if c in present]
+    columns = [f'"{c}"' for c in careers.episode_columns(table) if c in present]
     return con.execute(f"select {', '.join(columns)} from {table}").df()
 
 

@@ -29,11 +29,11 @@ from pipelines.lib.careers import programmes as _programmes
 from pipelines.lib.careers.result import (
     COMPARISON_COLUMNS,
     COMPARISON_METRICS,
-    EPISODE_USED_COLUMNS,
     EPISODES,
     EPISODES_TO_DATE,
     MART_DESCRIPTIONS,
     comparison_frame,
+    episode_columns,
     prepare_episodes,
 )
 from pipelines.lib.effects.fit import single_threaded_blas
@@ -44,7 +44,7 @@ __all__ = [
     "COMPARISON_METRICS",
     "EPISODES",
     "EPISODES_TO_DATE",
-    "EPISODE_USED_COLUMNS",
+    "episode_columns",
     "MART_DESCRIPTIONS",
     "MARTS",
     "career_statistics",

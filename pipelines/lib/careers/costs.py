@@ -41,16 +41,18 @@ COSTS_COLUMNS = (
 MEASURES = list(COSTS_COLUMNS[3:12])
 
 
-def cost_groups(ep: pd.DataFrame) -> pd.DataFrame:
+def cost_groups(ep: pd.DataFrame, priced: bool = True) -> pd.DataFrame:
     """Sums per (programme_type, certification_code) and per programme over all tracks
-    ('all'; participants there are distinct engineers)."""
-    sums = {
-        "certifications_earned": ("certified", "sum"),
-        "fees_usd": ("fees_usd", "sum"),
-        "exam_fees_usd": ("exam_fees_usd", "sum"),
-        "training_hours": ("training_hours", "sum"),
-        "apprentices": ("apprenticeship", "sum"),
-    }
+    ('all'; participants there are distinct engineers); without ``priced``, the participants
+    and certifications only (episodes without the money and time columns)."""
+    sums = {"certifications_earned": ("certified", "sum")}
+    if priced:
+        sums |= {
+            "fees_usd": ("fees_usd", "sum"),
+            "exam_fees_usd": ("exam_fees_usd", "sum"),
+            "training_hours": ("training_hours", "sum"),
+            "apprentices": ("apprenticeship", "sum"),
+        }
     by_track = ep.groupby(["programme_type", "certification_code"], sort=True).agg(
         participants=("person_key", "nunique"), **sums
     )

@@ -121,7 +121,7 @@ def track_suppression(ep: pd.DataFrame, min_group_size: int) -> pd.Series:
     (programme_type, certification_code)."""
     from pipelines.lib.careers.costs import cost_groups
 
-    groups = cost_groups(ep)
+    groups = cost_groups(ep, priced=False)
     hidden = suppress(groups, "participants", min_group_size, lines=[["programme_type"]])
     hidden = hidden[hidden["certification_code"] != "all"]
     return pd.Series(

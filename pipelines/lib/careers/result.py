@@ -28,15 +28,12 @@ EPISODE_COLUMNS = (
     "certified_on",
     "followed_until",
     "months_followed",
-    "fees_usd",
-    "exam_fees_usd",
-    "training_hours",
-    "apprenticeship",
     "exit_on",
     "exit_type",
 )
-# Every column the statistics read from the episodes (the asset selects only these).
-EPISODE_USED_COLUMNS = EPISODE_COLUMNS
+# What the costs read besides: the money and time of the episodes to date. The episodes the
+# statistics read leave them out (an enrolment's later status rewrites them).
+EPISODE_COST_COLUMNS = ("fees_usd", "exam_fees_usd", "training_hours", "apprenticeship")
 REFERENCE = "online"
 # Programme types compared with online, in the order the rows are published.
 PROGRAMMES = ("bootcamp", "vendor_partnership", "apprenticeship", "internal")
@@ -45,11 +42,17 @@ UNKNOWN = "unknown"
 MIN_DURATION_MONTHS = 1 / 30.4375
 
 
+def episode_columns(table: str = EPISODES) -> tuple[str, ...]:
+    """The columns read from ``table``: the statistics' episodes, or those to date with the
+    money and time the costs price."""
+    return EPISODE_COLUMNS + (EPISODE_COST_COLUMNS if table == EPISODES_TO_DATE else ())
+
+
 def prepare_episodes(episodes, table: str = EPISODES) -> pd.DataFrame:
     """Validate and normalise the programme episodes (``table``, named in errors): types,
-    booleans, dates."""
+    booleans, dates; the costs' columns when ``table`` is the episodes to date."""
     df = _to_pandas(episodes, table)
-    missing = [c for c in EPISODE_COLUMNS if c not in df.columns]
+    missing = [c for c in episode_columns(table) if c not in df.columns]
     if missing:
         raise StatsInputError(
             f"{table}: missing column(s) {', '.join(missing)}. Rebuild the dbt model so it "
@@ -94,18 +97,14 @@ def prepare_episodes(episodes, table: str = EPISODES) -> pd.DataFrame:
             "certified_on": pd.to_datetime(df["certified_on"]).to_numpy(),
             "followed_until": pd.to_datetime(df["followed_until"]).to_numpy(),
             "months": months.to_numpy("float64"),
-            "fees_usd": pd.to_numeric(df["fees_usd"], errors="coerce").fillna(0).to_numpy(),
-            "exam_fees_usd": pd.to_numeric(df["exam_fees_usd"], errors="coerce")
-            .fillna(0)
-            .to_numpy(),
-            "training_hours": pd.to_numeric(df["training_hours"], errors="coerce")
-            .fillna(0)
-            .to_numpy(),
-            "apprenticeship": _as_bool(df["apprenticeship"]),
             "exit_on": pd.to_datetime(df["exit_on"]).to_numpy(),
             "exit_type": df["exit_type"].astype("string").str.strip().str.lower().to_numpy(),
         }
     )
+    if table == EPISODES_TO_DATE:
+        for c in ("fees_usd", "exam_fees_usd", "training_hours"):
+            out[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).to_numpy()
+        out["apprenticeship"] = _as_bool(df["apprenticeship"])
     # the same order whatever order the warehouse returned the rows in
     return out.sort_values(["person_key", "certification_code"], kind="stable").reset_index(
         drop=True
