@@ -31,11 +31,33 @@ def test_pseudonym_passes_null_and_refuses_an_empty_key():
         pseudonym("E1", "")
 
 
-def test_duckdb_function_matches_python_and_keeps_null():
+@pytest.mark.parametrize(
+    "key",
+    [
+        "k",
+        "Jefe",
+        "x" * 64,
+        "a key longer than SHA-256's block of 64 bytes, hashed first " * 2,
+        "schlüssel mit 'quote'",
+    ],
+)
+def test_duckdb_function_matches_python_and_keeps_null(key):
+    values = ["E1", "", "élodie.müller@example.com", "日本", "what do ya want for nothing?"]
     with duckdb.connect() as con:
-        register(con, "k")
-        got = con.execute("select pseudonym('E1'), pseudonym(null)").fetchone()
-    assert got == (pseudonym("E1", "k"), None)
+        register(con, key)
+        got = [con.execute("select pseudonym(?)", [v]).fetchone()[0] for v in values]
+        assert con.execute("select pseudonym(null)").fetchone() == (None,)
+    assert got == [pseudonym(v, key) for v in values]
+
+
+def test_the_dbt_plugin_defines_the_function_on_every_cursor():
+    from pipelines.lib.duckdb_plugin import Plugin
+
+    plugin = Plugin("pseudonyms", {"pseudonym_key": "k"})
+    with duckdb.connect() as con:
+        plugin.configure_connection(con)
+        cursor = plugin.configure_cursor(con.cursor())
+        assert cursor.execute("select pseudonym('E1')").fetchone() == (pseudonym("E1", "k"),)
 
 
 def test_different_keys_give_different_pseudonyms():
