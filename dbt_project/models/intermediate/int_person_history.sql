@@ -41,7 +41,8 @@ joined as (
         j.manager_key,
         j.employment_type,
         j.fte,
-        j.change_reason
+        j.change_reason,
+        j.effective_date as job_effective_date
     from job_intervals as j
     inner join spells as s
         on
@@ -70,7 +71,8 @@ without_jobs as (
         null::{{ text_type() }} as manager_key,
         null::{{ text_type() }} as employment_type,
         null::{{ double_type() }} as fte,
-        null::{{ text_type() }} as change_reason
+        null::{{ text_type() }} as change_reason,
+        null::date as job_effective_date
     from spells as s
     where not exists (select 1 from jobs as j where j.person_key = s.person_key)
 ),
@@ -98,6 +100,7 @@ final as (
         employment_type,
         fte,
         change_reason,
+        job_effective_date,
         division = {{ scope_division() }}
         and employment_type in {{ included_employment_types() }} as in_scope
     from joined

@@ -49,27 +49,14 @@ people as (
         h.person_key,
         h.skill_level,
         coalesce(h.role_family, 'unknown') as role_family,
-        h.valid_to
+        h.job_effective_date
     from quarter_ends as q
     inner join history as h
         on q.quarter_end between h.valid_from and h.valid_to
 ),
 
--- the job record in force on the quarter end is the latest one dated on or before the end of
--- the history interval holding that day (int_person_history clips job records to spells)
-record_dates as (
-    select
-        p.quarter_end,
-        p.person_key,
-        max(j.effective_date) as effective_date
-    from people as p
-    inner join pay as j
-        on
-            j.person_key = p.person_key
-            and j.effective_date <= p.valid_to
-    group by p.quarter_end, p.person_key
-),
-
+-- the job record in force on the quarter end is the one the history interval holding that day
+-- comes from (int_person_history.job_effective_date)
 people_pay as (
     select
         p.quarter_end,
@@ -80,14 +67,10 @@ people_pay as (
         l.salary_min_usd as band_low_usd,
         l.salary_max_usd as band_high_usd
     from people as p
-    left join record_dates as r
-        on
-            r.quarter_end = p.quarter_end
-            and r.person_key = p.person_key
     left join pay as j
         on
-            j.person_key = r.person_key
-            and j.effective_date = r.effective_date
+            j.person_key = p.person_key
+            and j.effective_date = p.job_effective_date
     left join levels as l
         on l.skill_level = p.skill_level
 ),
