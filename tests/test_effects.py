@@ -602,6 +602,40 @@ def test_fixed_effects_poisson_matches_statsmodels_with_dummies():
     np.testing.assert_allclose(ours.cov / ours.factor, ref.cov_params()[:2, :2], rtol=1e-5)
 
 
+def test_a_sparse_design_gives_the_fit_of_the_dense_one():
+    """The estimators hand the fits sparse designs (``sparse_design``, sparse ``dummies``);
+    both fits, with a control column that no engineer changes (dropped), must give the slopes
+    and covariance of the same design passed dense."""
+    from pipelines.lib.effects.fit import dummies, sparse_design
+
+    rng, pid, t, x, frailty = _panel(3)
+    level = rng.integers(1, 4, len(pid))
+    flat = (pid % 2).astype(float)  # constant within every engineer: dropped by both
+    exposure = rng.uniform(0.5, 1.0, len(pid))
+    y = rng.poisson(exposure * np.exp(x @ [-0.35, 0.1] + 0.02 * t) * frailty)
+    keep = stats.fit.informative_rows(y.astype(float), [pid, t])
+    pid, t, x, y, exposure, level, flat = (v[keep] for v in (pid, t, x, y, exposure, level, flat))
+    lv, lv_names = dummies(level, "level")
+    names = ["certified", "z", "flat", *lv_names]
+    sparse_x = sparse_design(x[:, 0] > 0.5, x[:, 1], flat, lv)
+    dense_x = np.column_stack([x[:, 0] > 0.5, x[:, 1], flat, lv.toarray()]).astype(float)
+    args = ([pid, t], pid, names)
+    pairs = [
+        (
+            stats.fe_poisson(y, dense_x, np.log(exposure), *args),
+            stats.fe_poisson(y, sparse_x, np.log(exposure), *args),
+        ),
+        (
+            stats.fe_ols(np.log1p(y), dense_x, *args, small_sample="cr2"),
+            stats.fe_ols(np.log1p(y), sparse_x, *args, small_sample="cr2"),
+        ),
+    ]
+    for dense, sparse in pairs:
+        assert dense.names == sparse.names and "flat" not in sparse.names
+        np.testing.assert_allclose(sparse.params, dense.params, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(sparse.cov, dense.cov, rtol=1e-9, atol=1e-14)
+
+
 def test_within_algebra_equals_the_demeaned_design():
     """``Within`` works from the sparse design and group sums; every quantity the Poisson fit
     uses must equal the one computed on the explicitly demeaned dense design, with weights,

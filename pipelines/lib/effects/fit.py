@@ -184,22 +184,56 @@ def _inverse(xtwx: np.ndarray) -> np.ndarray:
     return np.linalg.inv(xtwx)
 
 
-def drop_absorbed(x: np.ndarray, names: list[str], codes, required: int = 1):
+def as_design(x):
+    """The design of a fit: a scipy sparse matrix stays sparse (CSC, float), anything else
+    becomes a dense float array."""
+    from scipy import sparse
+
+    if sparse.issparse(x):
+        return sparse.csc_matrix(x, dtype=float)
+    return np.asarray(x, dtype=float)
+
+
+def sparse_design(*blocks):
+    """Columns side by side as a sparse (CSC) design: each block a 1-D array (one column) or a
+    2-D array or sparse matrix. The designs are mostly indicators (cells of certified months,
+    levels, severities), a handful of non-zeros per row: built dense, 60 indicator columns
+    over 6 million engineer-months took 3 GB before the fit made them sparse anyway."""
+    from scipy import sparse
+
+    parts = []
+    for b in blocks:
+        if sparse.issparse(b):
+            parts.append(sparse.csc_matrix(b, dtype=float))
+            continue
+        b = np.asarray(b)
+        parts.append(sparse.csc_matrix(b.astype(float)[:, None] if b.ndim == 1 else b, dtype=float))
+    return sparse.hstack(parts, format="csc")
+
+
+def _column(x, j: int) -> np.ndarray:
+    from scipy import sparse
+
+    return x[:, [j]].toarray().ravel() if sparse.issparse(x) else x[:, j]
+
+
+def drop_absorbed(x, names: list[str], codes, required: int = 1):
     """Drop control columns that do not change within any engineer (``codes[0]``), such as a
     level nobody leaves during the window; the first ``required`` columns must change or the
     fit is refused. (A column explained by engineer and month effects together is caught by
-    the rank check of the fit.)"""
+    the rank check of the fit.) ``x`` dense or sparse (CSC)."""
     c = codes[0]
     groups = int(c.max()) + 1 if len(c) else 0
     counts = np.bincount(c, minlength=groups).astype(float)
     flat = np.zeros(x.shape[1], dtype=bool)
     for j in range(x.shape[1]):
-        mean = np.bincount(c, weights=x[:, j], minlength=groups) / np.maximum(counts, 1)
-        flat[j] = float(np.max(np.abs(x[:, j] - mean[c]))) <= 1e-12 if len(c) else True
+        col = _column(x, j)
+        mean = np.bincount(c, weights=col, minlength=groups) / np.maximum(counts, 1)
+        flat[j] = float(np.max(np.abs(col - mean[c]))) <= 1e-12 if len(c) else True
     if flat[:required].any():
         lost = ", ".join(n for n, f in zip(names[:required], flat[:required], strict=True) if f)
         raise FitError(f"{lost} does not change within any engineer, so it cannot be estimated")
-    kept = x[:, ~flat] if flat.any() else x
+    kept = x[:, np.flatnonzero(~flat)] if flat.any() else x
     return kept, [n for n, f in zip(names, flat, strict=True) if not f]
 
 
@@ -329,7 +363,7 @@ def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
     ``small_sample="cr2"``: bias-reduced covariance with Satterthwaite degrees of freedom
     (``cr2.py``) where its cost is acceptable, else CR1 with a note saying so."""
     y = np.asarray(y, dtype=float)
-    x, names = drop_absorbed(np.asarray(x, dtype=float), list(names), codes)
+    x, names = drop_absorbed(as_design(x), list(names), codes)
     n_slopes = len(names)
     x, names, codes = _absorb_first(x, names, codes)
     x, names, n_slopes = independent_columns(x, names, codes, n_slopes)
@@ -362,7 +396,7 @@ def fe_poisson(y, x, offset, codes, groups, names, max_iter: int = 100, tol: flo
     The caller drops factor levels whose outcomes are all zero (their effect is minus
     infinity and they carry no information about the slopes); see ``informative_rows``."""
     y = np.asarray(y, dtype=float)
-    x, names = drop_absorbed(np.asarray(x, dtype=float), list(names), codes)
+    x, names = drop_absorbed(as_design(x), list(names), codes)
     n_slopes = len(names)
     x, names, codes = _absorb_first(x, names, codes)
     x, names, n_slopes = independent_columns(x, names, codes, n_slopes)
@@ -409,16 +443,21 @@ def factor_codes(*columns) -> list[np.ndarray]:
     return [pd.factorize(np.asarray(col))[0] for col in columns]
 
 
-def dummies(values: np.ndarray, prefix: str) -> tuple[np.ndarray, list[str]]:
-    """Indicator columns for every level but the first (the absorbed effects carry it)."""
+def dummies(values: np.ndarray, prefix: str):
+    """Indicator columns for every level but the first (the absorbed effects carry it), as a
+    sparse (CSC) matrix."""
+    from scipy import sparse
+
     # pd.factorize sorts the levels as np.unique does, without sorting every value
     # (np.unique on strings sorted 500,000 Python objects: most of the MTTR fit's set-up)
     codes, levels = pd.factorize(np.asarray(values), sort=True, use_na_sentinel=False)
+    n = len(values)
     if len(levels) <= 1:
-        return np.empty((len(values), 0)), []
-    mat = np.zeros((len(values), len(levels) - 1))
+        return sparse.csc_matrix((n, 0)), []
     rows = np.flatnonzero(codes > 0)
-    mat[rows, codes[rows] - 1] = 1.0
+    mat = sparse.csc_matrix(
+        (np.ones(len(rows)), (rows, codes[rows] - 1)), shape=(n, len(levels) - 1)
+    )
     return mat, [f"{prefix}={lv}" for lv in levels[1:]]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipelines.lib.effects.fit import FitError, dummies, factor_codes, fe_ols
+from pipelines.lib.effects.fit import FitError, dummies, factor_codes, fe_ols, sparse_design
 from pipelines.lib.effects.result import Effect, interval_words, shortfall, window_of
 
 METRIC = "mttr_ratio"
@@ -70,7 +70,7 @@ def _sample(inc: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray]):
     sev, sev_names = dummies(d["severity"].fillna("unknown").to_numpy(), "severity")
     level, level_names = dummies(d["skill_level"].to_numpy(), "level")
-    x = np.column_stack([*[v.astype(float) for v in extra.values()], sev, level])
+    x = sparse_design(*extra.values(), sev, level)
     return fe_ols(
         np.log(d["minutes"].to_numpy()),
         x,
