@@ -18,7 +18,7 @@ help:
 	@echo "make dev    - Dagster UI (and daemon: schedules, sensors) on http://127.0.0.1:3000"
 	@echo "make lint   - ruff and sqlfluff"
 	@echo "make bench  - benchmark at 50,000 employees (writes bench/results.json)"
-	@echo "make bench-scale - the scale run: 50,000, 200,000 and 1,000,000 employees (about an hour)"
+	@echo "make bench-scale - the scale run: 50,000, 200,000 and 1,000,000 employees (about 40 minutes)"
 	@echo "make postgres      - start a local PostgreSQL on 127.0.0.1:$(POSTGRES_PORT) (data in .postgres/)"
 	@echo "make postgres-stop - stop it"
 	@echo "make test-targets  - the pipeline on PostgreSQL and dbt on Spark, compared with DuckDB"
@@ -69,7 +69,7 @@ bench: setup
 	$(UV) run python -m tools.bench
 
 # 50,000, 200,000 and 1,000,000 employees over 5 years, each generated and run end to end with
-# the plain script beside it; writes `scale_run` into bench/results.json (about an hour)
+# the plain script beside it; writes `scale_run` into bench/results.json (about 40 minutes)
 bench-scale: setup
 	$(UV) run python -m tools.bench --scale
 # A local PostgreSQL server (Debian's package) for development and the tests that need one: run

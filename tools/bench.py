@@ -543,7 +543,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--scale",
         action="store_true",
         help="the scale run instead: each of --scale-sizes generated and run end to end, with "
-        "the plain script beside it (about an hour); writes `scale_run` into --results",
+        "the plain script beside it (about 40 minutes); writes `scale_run` into --results",
     )
     ap.add_argument(
         "--scale-sizes",
