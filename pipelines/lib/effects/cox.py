@@ -109,6 +109,5 @@ def hazard_ratio_while_certified(
             f"about {e.n_events} more {events} (twice as many as now)",
         )
         return None
-    e.estimate, e.ci_low, e.ci_high = np.exp(b), np.exp(b - z * se), np.exp(b + z * se)
-    e.estimate, e.ci_low, e.ci_high = float(e.estimate), float(e.ci_low), float(e.ci_high)
+    e.estimate, e.ci_low, e.ci_high = (float(np.exp(v)) for v in (b, b - z * se, b + z * se))
     return [f"The Cox fit warned: {n}" for n in fit.notes]
