@@ -602,6 +602,31 @@ def test_fixed_effects_poisson_matches_statsmodels_with_dummies():
     np.testing.assert_allclose(ours.cov / ours.factor, ref.cov_params()[:2, :2], rtol=1e-5)
 
 
+def test_engineers_numbered_across_frames_group_and_sort_as_their_keys():
+    """`encode_people`: one number per key in every frame, in the keys' order, so merges,
+    groupings and sorts give what the strings gave; `shared_strings` keeps every value."""
+    from pipelines.lib.effects.prepare import encode_people, shared_strings
+
+    rng = np.random.default_rng(7)
+    keys = np.array([f"k{rng.integers(0, 10**6):x}" for _ in range(300)], dtype=object)
+    a = pd.DataFrame({"person_key": rng.choice(keys, 2000), "x": rng.normal(size=2000)})
+    b = pd.DataFrame({"person_key": rng.choice(keys[:150], 700), "y": rng.normal(size=700)})
+    before = a.merge(b, on="person_key").sort_values(["person_key", "x", "y"], kind="stable")
+    strings = a["person_key"].to_numpy().copy()
+    encode_people(a, b)
+    assert a["person_key"].dtype == np.int64
+    after = a.merge(b, on="person_key").sort_values(["person_key", "x", "y"], kind="stable")
+    np.testing.assert_array_equal(before[["x", "y"]].to_numpy(), after[["x", "y"]].to_numpy())
+    # the same key has the same number in both frames, and numbers sort as the keys
+    order = np.argsort(strings, kind="stable")
+    assert (np.diff(a["person_key"].to_numpy()[order]) >= 0).all()
+    assert len(set(zip(strings, a["person_key"], strict=True))) == len(set(strings))
+
+    values = np.array(["b", "a", None, "b", "a"], dtype=object)
+    shared = shared_strings(np.array([s if s is None else "".join(s) for s in values], object))
+    assert list(shared) == list(values) and shared[0] is shared[3] and shared[1] is shared[4]
+
+
 def test_a_sparse_design_gives_the_fit_of_the_dense_one():
     """The estimators hand the fits sparse designs (``sparse_design``, sparse ``dummies``);
     both fits, with a control column that no engineer changes (dropped), must give the slopes

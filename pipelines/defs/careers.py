@@ -15,7 +15,7 @@ late delivery reaches back), so a nightly in the middle of a month keeps them.
 import dagster as dg
 
 from pipelines.defs import versions
-from pipelines.defs.effects import _number, select_used
+from pipelines.defs.effects import _number, read_used
 from pipelines.defs.resources import TalentResource
 from pipelines.lib import db
 
@@ -148,20 +148,21 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
     context.log.info(f"estimating: {verdict.reasons()}")
     from pipelines.lib import careers
     from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
+    from pipelines.lib.memory import give_back
 
     with db.connect(s.build_db, read_only=True) as con:
         months, incidents = (
-            con.execute(select_used(con, table)).df()
-            for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
+            read_used(con, table) for table in (ENGINEER_MONTHS, INCIDENT_RESPONSES)
         )
         episodes = _read_episodes(con, careers.EPISODES)
     try:
-        frames = {
-            **careers.programme_statistics(episodes, months, incidents, s.min_group_size),
-            **careers.career_statistics(months, s.min_group_size),
-        }
+        frames = careers.programme_and_career_statistics(
+            episodes, months, incidents, s.min_group_size
+        )
     except StatsInputError as exc:
         raise dg.Failure(str(exc)) from exc
+    del months, incidents, episodes
+    give_back()  # the fits' memory, before the next step (pipelines/lib/memory.py)
     with db.connect(s.build_db) as con:
         for name in MART_KEYS:
             _write(con, name, frames[name])
@@ -176,7 +177,9 @@ def _read_episodes(con, table: str):
 
     present = {row[0] for row in con.execute(f"describe {table}").fetchall()}
     columns = [f'"{c}"' for c in careers.episode_columns(table) if c in present]
-    return con.execute(f"select {', '.join(columns)} from {table}").df()
+    from pipelines.lib.effects.prepare import share_text_columns
+
+    return share_text_columns(con.execute(f"select {', '.join(columns)} from {table}").df())
 
 
 @dg.asset(

@@ -180,9 +180,12 @@ def raw_quality_suites(
     due = _due(context, RAW_SUITES)
     if not due:
         return
+    from pipelines.lib.memory import give_back
     from pipelines.lib.quality.validation import run_raw_suites
 
-    yield from _emit(context, run_raw_suites(talent.settings, list(due)), due)
+    results = run_raw_suites(talent.settings, list(due))
+    give_back()  # what the checks of every new row left behind (pipelines/lib/memory.py)
+    yield from _emit(context, results, due)
 
 
 @dg.multi_asset_check(

@@ -37,7 +37,11 @@ from pipelines.lib.careers.result import (
     prepare_episodes,
 )
 from pipelines.lib.effects.fit import single_threaded_blas
-from pipelines.lib.effects.prepare import prepare_engineer_months, prepare_incidents
+from pipelines.lib.effects.prepare import (
+    encode_people,
+    prepare_engineer_months,
+    prepare_incidents,
+)
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -49,6 +53,7 @@ __all__ = [
     "MARTS",
     "career_statistics",
     "prepare_episodes",
+    "programme_and_career_statistics",
     "programme_costs",
     "programme_statistics",
 ]
@@ -70,6 +75,26 @@ def programme_statistics(
     ep = prepare_episodes(episodes)
     m = prepare_engineer_months(engineer_months)
     inc, left_out = prepare_incidents(incident_responses, m)
+    encode_people(ep, m, inc)
+    return _programme_frames(ep, m, inc, left_out, min_group_size)
+
+
+def programme_and_career_statistics(
+    episodes, engineer_months, incident_responses, min_group_size: int = 5
+) -> dict[str, pd.DataFrame]:
+    """`programme_statistics` and `career_statistics` together, from one preparation of the
+    panel (at 1,000,000 employees, 4.5 million engineer-months prepared once instead of twice)."""
+    ep = prepare_episodes(episodes)
+    m = prepare_engineer_months(engineer_months)
+    inc, left_out = prepare_incidents(incident_responses, m)
+    encode_people(ep, m, inc)
+    return {
+        **_programme_frames(ep, m, inc, left_out, min_group_size),
+        **_career_frames(m, min_group_size),
+    }
+
+
+def _programme_frames(ep, m, inc, left_out: int, min_group_size: int) -> dict[str, pd.DataFrame]:
     with single_threaded_blas():
         ttc = _programmes.time_to_certify(ep, min_group_size)
         rows = _programmes.programme_comparison(ep, m, inc, left_out, min_group_size)
@@ -91,6 +116,11 @@ def programme_costs(episodes, prices: dict[str, float], min_group_size: int = 5)
 def career_statistics(engineer_months, min_group_size: int = 5) -> dict[str, pd.DataFrame]:
     """``{"time_in_level": ..., "promotion_effect": ...}`` from the complete months panel."""
     m = prepare_engineer_months(engineer_months)
+    encode_people(m)
+    return _career_frames(m, min_group_size)
+
+
+def _career_frames(m, min_group_size: int) -> dict[str, pd.DataFrame]:
     with single_threaded_blas():
         levels, unseen = _careers.time_in_level(m, min_group_size)
         effect = _careers.promotion_effect(m, min_group_size)

@@ -52,6 +52,7 @@ from pipelines.lib.effects.prepare import (
     ENGINEER_MONTHS,
     INCIDENT_RESPONSES,
     StatsInputError,
+    encode_people,
     prepare_engineer_months,
     prepare_incidents,
 )
@@ -92,6 +93,7 @@ def analyse(
     """Both marts at once: (``certification_effect``, ``certification_event_study``)."""
     m = prepare_engineer_months(engineer_months)
     inc, left_out = prepare_incidents(incident_responses, m)
+    encode_people(m, inc)
     with single_threaded_blas():
         study = _event_study(m, min_group_size)
         pretrend = pretrend_test(m, min_group_size)
@@ -114,5 +116,6 @@ def event_study(engineer_months, incident_responses=None, min_group_size: int = 
     ``min_group_size`` engineers keep their counts but no estimate. ``incident_responses`` is
     accepted for a uniform signature and not used."""
     m = prepare_engineer_months(engineer_months)
+    encode_people(m)
     with single_threaded_blas():
         return suppress_small_months(_event_study(m, min_group_size), min_group_size)

@@ -57,6 +57,43 @@ def _to_pandas(frame, table: str) -> pd.DataFrame:
     return to_pandas()
 
 
+def shared_strings(values) -> np.ndarray:
+    """The values as an object array in which equal strings are one string object.
+
+    The warehouse hands over a new string per row: 4.5 million person keys for 110,000
+    engineers at 1,000,000 employees, 545 MB, and every later factorize, take and sort walks
+    all of them. Shared, the same values cost a pointer per row; the estimates are unchanged."""
+    values = np.asarray(values, dtype=object)
+    codes, uniques = pd.factorize(values)
+    shared = values.copy()  # a missing value stays as it was
+    known = codes >= 0
+    shared[known] = np.asarray(uniques, dtype=object)[codes[known]]
+    return shared
+
+
+def share_text_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """`shared_strings` for every text (object) column of a frame read from the warehouse, in
+    place: the frames stay in memory while the statistics run."""
+    for column in frame.select_dtypes(include="object").columns:
+        frame[column] = shared_strings(frame[column].to_numpy())
+    return frame
+
+
+def encode_people(*frames: pd.DataFrame) -> None:
+    """Replace ``person_key`` in the prepared frames, in place, by the key's position among
+    the sorted keys of all of them (int64): the same engineer has the same number in every
+    frame, and numbers sort as the keys do, so every grouping, merge and sort gives what the
+    strings gave. The fits factorize the engineers dozens of times; on 4.5 million strings
+    that was a fifth of the statistics' time at 1,000,000 employees."""
+    found = [pd.factorize(f["person_key"].to_numpy(dtype=object)) for f in frames]
+    if any((codes < 0).any() for codes, _ in found):
+        raise StatsInputError("person_key is missing in a prepared frame")  # prepare drops them
+    universe = np.unique(np.concatenate([np.asarray(u, dtype=object) for _, u in found]))
+    for f, (codes, uniques) in zip(frames, found, strict=True):
+        position = np.searchsorted(universe, np.asarray(uniques, dtype=object))
+        f["person_key"] = position.astype(np.int64)[codes]
+
+
 def _require_columns(df: pd.DataFrame, required: tuple[str, ...], table: str) -> None:
     missing = [c for c in required if c not in df.columns]
     if missing:
@@ -120,7 +157,7 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
         )
     out = pd.DataFrame(
         {
-            "person_key": df["person_key"].astype(str).to_numpy(),
+            "person_key": shared_strings(df["person_key"].astype(str).to_numpy()),
             "t": _month_index(df["month"]).to_numpy(dtype="float64"),
             # An HRIS export without levels (no job history, or a tool without a level
             # column) leaves skill_level unknown for everyone: level 0 is that one category.
@@ -177,7 +214,7 @@ def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.Data
     total = len(inc)
     usable = inc["person_key"].notna() & inc["t"].notna() & (inc["minutes"] > 0)
     inc = inc[usable.to_numpy()].copy()
-    inc["person_key"] = inc["person_key"].astype(str)
+    inc["person_key"] = shared_strings(inc["person_key"].astype(str).to_numpy())
     joined = inc.merge(
         months[["person_key", "t", "skill_level", "tenure_months", "first_t", "month_start"]],
         on=["person_key", "t"],

@@ -1,0 +1,40 @@
+"""Hand back to the system the memory a finished step no longer uses.
+
+`talent run` runs the nightly's steps one after another in one process, so a step starts with
+whatever the steps before it left behind, and its own peak stacks on top. Two things stay:
+objects in reference cycles wait for Python's next full collection (the Great Expectations
+checks of the raw exports leave hundreds of MB of them), and glibc keeps freed blocks inside
+the process for reuse. After the raw checks of two exports at 200,000 employees the process
+held 1,396 MB; after a collection 613 MB, after `malloc_trim` 414 MB.
+
+The steps that allocate in proportion to the data (the raw checks and the two statistics
+steps) call `give_back()` when they are done; it costs a full collection (a fraction of a
+second), so the small steps do not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import gc
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's `malloc_trim`, or None where the C library has none (macOS, musl)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        return ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def give_back() -> None:
+    """Collect unreachable objects, then return the C heap's free pages to the system."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
