@@ -816,6 +816,38 @@ def test_pdf_pages_are_numbered_and_not_blank(rendered, tmp_path):
         assert _not_blank_png(png.read_bytes()), f"{png.name} is blank"
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not shutil.which("pdftotext") and not os.environ.get("CI"),
+    reason="poppler-utils is not installed (apt-get install poppler-utils)",
+)
+def test_the_pdf_is_printed_without_only_the_tables_print_hides(rendered, tmp_path):
+    """The PDF comes from `print_version` (the full per-team tables left out, which the print
+    style hides); printed from the whole page, it reads the same, page for page."""
+    import weasyprint
+
+    from pipelines.lib.report.render import print_version
+
+    html = rendered["text"]
+    printed = print_version(html)
+    keys = set(re.findall(r'data-table="([^"]+)"', html))
+    hidden = re.findall(r'<details class="full-table">.*?</details>', html, re.S)
+    full = {k for block in hidden for k in re.findall(r'data-table="([^"]+)"', block)}
+    assert len(full) == len(hidden) >= 3  # one table each: teams' coverage, expiry, composition
+    assert set(re.findall(r'data-table="([^"]+)"', printed)) == keys - full
+    assert "details.full-table, nav.toc { display: none; }" in html  # the print style
+    whole = tmp_path / "whole.pdf"
+    weasyprint.HTML(string=html).write_pdf(str(whole))
+
+    def text(pdf: Path) -> str:
+        out = subprocess.run(
+            ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+        ).stdout
+        return re.sub(r"Generated .*?\(UTC\)\.", "", out)  # the minute it was printed
+
+    assert text(whole) == text(Path(rendered["pdf"]))
+
+
 # --- command line ---------------------------------------------------------------------
 def test_cli_explains_a_missing_warehouse(tmp_path):
     from typer.testing import CliRunner
