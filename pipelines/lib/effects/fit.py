@@ -285,7 +285,8 @@ class Within:
         self._xt = self.x.T.tocsr()
         # non-zeros per row, and each non-zero's cell of the (groups x columns) sums: the
         # weighted group sums are one bincount over the non-zeros (they were two sparse
-        # products per Poisson iteration, a fifth of the statistics' time at 1,000,000)
+        # products per Poisson iteration; with the gram's, a fifth of the programme
+        # statistics' time at 1,000,000 employees)
         self._per_row = np.diff(self.x.indptr)
         self._cells = np.repeat(self.codes.astype(np.int64) * k, self._per_row) + self.x.indices
         self.reweight(np.ones(n))
