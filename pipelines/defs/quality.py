@@ -183,8 +183,9 @@ def raw_quality_suites(
     from pipelines.lib.memory import give_back
     from pipelines.lib.quality.validation import run_raw_suites
 
+    give_back()  # what the ingest steps before it left behind (pipelines/lib/memory.py)
     results = run_raw_suites(talent.settings, list(due))
-    give_back()  # what the checks of every new row left behind (pipelines/lib/memory.py)
+    give_back()  # and what the checks of every new row left
     yield from _emit(context, results, due)
 
 

@@ -8,8 +8,9 @@ the process for reuse. After the raw checks of two exports at 200,000 employees 
 held 1,396 MB; after a collection 613 MB, after `malloc_trim` 414 MB.
 
 The steps that allocate in proportion to the data (the raw checks and the two statistics
-steps) call `give_back()` when they are done; it costs a full collection (a fraction of a
-second), so the small steps do not.
+steps) call `give_back()` when they are done, and the raw checks also before they start (after
+the ingest steps). It costs a full collection, 0.2 CPU s with Dagster, Great Expectations and
+pandas loaded, so the small steps do not call it.
 """
 
 from __future__ import annotations
