@@ -622,8 +622,11 @@ def test_engineers_numbered_across_frames_group_and_sort_as_their_keys():
     assert (np.diff(a["person_key"].to_numpy()[order]) >= 0).all()
     assert len(set(zip(strings, a["person_key"], strict=True))) == len(set(strings))
 
-    values = np.array(["b", "a", None, "b", "a"], dtype=object)
-    shared = shared_strings(np.array([s if s is None else "".join(s) for s in values], object))
+    # one new string object per row, as the warehouse hands them over
+    values = np.array([None if k is None else "-".join(["key", k]) for k in "ba ba"], object)
+    values[2] = None
+    assert values[0] == values[3] and values[0] is not values[3]
+    shared = shared_strings(values)
     assert list(shared) == list(values) and shared[0] is shared[3] and shared[1] is shared[4]
 
 
