@@ -72,11 +72,9 @@ def programme_statistics(
 ) -> dict[str, pd.DataFrame]:
     """``{"time_to_certify": ..., "programme_comparison": ...}`` from the raw episodes, the
     complete months panel and the incident responses (as read from the warehouse)."""
-    ep = prepare_episodes(episodes)
-    m = prepare_engineer_months(engineer_months)
-    inc, left_out = prepare_incidents(incident_responses, m)
-    encode_people(ep, m, inc)
-    return _programme_frames(ep, m, inc, left_out, min_group_size)
+    return _programme_frames(
+        *_prepared(episodes, engineer_months, incident_responses), min_group_size
+    )
 
 
 def programme_and_career_statistics(
@@ -84,14 +82,21 @@ def programme_and_career_statistics(
 ) -> dict[str, pd.DataFrame]:
     """`programme_statistics` and `career_statistics` together, from one preparation of the
     panel (at 1,000,000 employees, 4.5 million engineer-months prepared once instead of twice)."""
-    ep = prepare_episodes(episodes)
-    m = prepare_engineer_months(engineer_months)
-    inc, left_out = prepare_incidents(incident_responses, m)
-    encode_people(ep, m, inc)
+    ep, m, inc, left_out = _prepared(episodes, engineer_months, incident_responses)
     return {
         **_programme_frames(ep, m, inc, left_out, min_group_size),
         **_career_frames(m, min_group_size),
     }
+
+
+def _prepared(episodes, engineer_months, incident_responses):
+    """(episodes, months, incidents, incident rows left out), prepared and with the engineers
+    numbered alike in all three (`encode_people`)."""
+    ep = prepare_episodes(episodes)
+    m = prepare_engineer_months(engineer_months)
+    inc, left_out = prepare_incidents(incident_responses, m)
+    encode_people(ep, m, inc)
+    return ep, m, inc, left_out
 
 
 def _programme_frames(ep, m, inc, left_out: int, min_group_size: int) -> dict[str, pd.DataFrame]:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from pipelines.lib.effects.prepare import StatsInputError, _as_bool, _to_pandas, shared_strings
+from pipelines.lib.effects.prepare import StatsInputError, _as_bool, _to_pandas
 from pipelines.lib.effects.result import EFFECT_COLUMNS, EFFECT_DESCRIPTIONS, Effect
 
 # the episodes the statistics read: as of the end of the last complete month, like the panels
@@ -75,7 +75,7 @@ def prepare_episodes(episodes, table: str = EPISODES) -> pd.DataFrame:
         )
     out = pd.DataFrame(
         {
-            "person_key": shared_strings(df["person_key"].astype(str).to_numpy()),
+            "person_key": df["person_key"].astype(str).to_numpy(),
             "certification_code": df["certification_code"].astype(str).to_numpy(),
             "programme_type": df["programme_type"]
             .astype("string")

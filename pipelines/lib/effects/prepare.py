@@ -157,7 +157,7 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
         )
     out = pd.DataFrame(
         {
-            "person_key": shared_strings(df["person_key"].astype(str).to_numpy()),
+            "person_key": df["person_key"].astype(str).to_numpy(),
             "t": _month_index(df["month"]).to_numpy(dtype="float64"),
             # An HRIS export without levels (no job history, or a tool without a level
             # column) leaves skill_level unknown for everyone: level 0 is that one category.
@@ -214,7 +214,7 @@ def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.Data
     total = len(inc)
     usable = inc["person_key"].notna() & inc["t"].notna() & (inc["minutes"] > 0)
     inc = inc[usable.to_numpy()].copy()
-    inc["person_key"] = shared_strings(inc["person_key"].astype(str).to_numpy())
+    inc["person_key"] = inc["person_key"].astype(str)
     joined = inc.merge(
         months[["person_key", "t", "skill_level", "tenure_months", "first_t", "month_start"]],
         on=["person_key", "t"],
