@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pipelines.lib.locking import RunLockedError, warehouse_lock
 from pipelines.lib.settings import Settings
-from pipelines.progress import ExportLoad, run_config, watch
+from pipelines.progress import ExportLoad, dagster_notices, run_config, watch
 
 __all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
@@ -60,6 +60,10 @@ class RunOutcome:
     # hold ("file -> export: what and the share"), and exports fed by two or more tools
     fewer_rows: list[str] = field(default_factory=list)
     export_sources: dict[str, str] = field(default_factory=dict)
+    # blocking checks that gave no result in this run -> the steps that went ahead after them
+    # (Dagster's warning, `progress.DagsterNotices`); a check kept from an earlier run is
+    # expected here, any other is named as a warning
+    no_result: dict[str, list[str]] = field(default_factory=dict)
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
@@ -106,6 +110,14 @@ class RunOutcome:
                     if len(stood) < len(self.checks_kept)
                     else ""
                 )
+            )
+        for check, steps in sorted(self.no_result.items()):
+            if check in stood:
+                continue  # kept: the evaluation of its run stands (the line above)
+            lines.append(
+                f"warning: check {check} gave no result in this run and has no evaluation "
+                f"from an earlier one; {', '.join(steps)} went ahead without it. Its step's "
+                "messages are in the full log."
             )
         computed = [m for m in self.materialized if m not in self.kept]
         marts = sum(m.startswith("marts/") for m in computed)
@@ -286,7 +298,7 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
     t0 = time.monotonic()
     since = datetime.now(UTC).replace(tzinfo=None)
     run_id = str(uuid.uuid4())
-    with watch(instance, run_id):
+    with watch(instance, run_id), dagster_notices(verbose=verbose) as notices:
         result = defs.resolve_job_def(job_name).execute_in_process(
             instance=instance,
             raise_on_error=False,
@@ -296,6 +308,7 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
             **kwargs,
         )
     outcome = _outcome(result, instance)
+    outcome.no_result = notices.no_result
     if job_name == "nightly":
         _add_delivery_issues(outcome, settings, since)
     outcome.wall_seconds = round(time.monotonic() - t0, 3)
@@ -366,6 +379,7 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "step_seconds": outcome.step_seconds,
         "kept": outcome.kept,
         "checks_kept": outcome.checks_kept,
+        "checks_without_result": outcome.no_result,
         "failures": [vars(f) for f in outcome.failures],
         "warnings": [vars(f) for f in outcome.warnings],
     }

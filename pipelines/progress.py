@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sys
 import threading
 import time
@@ -116,6 +117,54 @@ def watch(instance: dg.DagsterInstance, run_id: str) -> Iterator[Progress]:
     finally:
         stop.set()
         thread.join()
+
+
+# Dagster's words when a step that gates others with blocking checks ends without a result for
+# one of them: the product's steps leave out the checks of data that did not change.
+_NO_RESULT = re.compile(
+    r"Blocking asset check '(?P<check>[^']+)' emitted no result in step '[^']+'; "
+    r"downstream step '(?P<step>[^']+)' will proceed without gating on it"
+)
+
+
+class DagsterNotices(logging.Handler):
+    """Dagster's own Python-logging warnings during a run (its library logger `dagster`, not
+    the run's event log).
+
+    Without a handler of ours they reach the terminal as bare lines. A blocking check that
+    gave no result in this run is collected instead (`no_result`: check -> the steps that went
+    ahead), because the run's summary says what that means: a check kept from an earlier run
+    whose evaluation stands, or a check with no evaluation at all, which is a warning. Every
+    other warning is printed as before, and with `verbose` every one."""
+
+    def __init__(self, out=None, verbose: bool = False) -> None:
+        super().__init__(level=logging.WARNING)
+        self.out = out
+        self.verbose = verbose
+        self.no_result: dict[str, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        found = _NO_RESULT.search(message)
+        if found:
+            steps = self.no_result.setdefault(found["check"], [])
+            if found["step"] not in steps:
+                steps.append(found["step"])
+            if not self.verbose:
+                return
+        print(message, file=self.out or sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def dagster_notices(out=None, verbose: bool = False) -> Iterator[DagsterNotices]:
+    """Route Dagster's library warnings through `DagsterNotices` while the block runs."""
+    handler = DagsterNotices(out, verbose)
+    logger = logging.getLogger("dagster")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
 
 
 def run_config(verbose: bool) -> dict:

@@ -221,3 +221,55 @@ def test_a_check_no_run_has_evaluated_is_not_said_to_stand_from_a_run():
     )
     assert "1 never evaluated (their step failed or did not run)" in text
     assert "run none" not in text and "run never" not in text
+
+
+def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check():
+    """Dagster warns, on its library logger, for every blocking check a step ended without;
+    the product's steps leave out the checks of unchanged data on purpose. Those are said once
+    in the summary (their evaluation stands); a check with no evaluation anywhere is named, and
+    any other Dagster warning still reaches the terminal."""
+    import io
+    import logging
+
+    from pipelines.execution import NOT_EVALUATED, RunOutcome
+    from pipelines.progress import dagster_notices
+
+    def no_result(check: str, step: str) -> str:
+        return (
+            f"Blocking asset check {check!r} emitted no result in step 'raw_quality_suites'; "
+            f"downstream step {step!r} will proceed without gating on it."
+        )
+
+    out = io.StringIO()
+    library = logging.getLogger("dagster.anything.below")  # a module logger of the library
+    with dagster_notices(out) as notices:
+        library.warning(no_result("raw/courses:quality_suite", "warehouse_dbt"))
+        library.warning(no_result("raw/courses:quality_suite", "marts__source_deliveries"))
+        library.warning(no_result("raw/fleet:quality_suite", "warehouse_dbt"))
+        library.warning("something else Dagster wants said")
+    library.warning(no_result("raw/other:quality_suite", "warehouse_dbt"))  # after the block
+    assert out.getvalue() == "something else Dagster wants said\n"
+    assert notices.no_result == {
+        "raw/courses:quality_suite": ["warehouse_dbt", "marts__source_deliveries"],
+        "raw/fleet:quality_suite": ["warehouse_dbt"],
+    }
+
+    outcome = RunOutcome(
+        success=True,
+        checks_passed=1,
+        checks_kept={
+            "raw/courses:quality_suite": "abcdef1234567890",
+            "raw/fleet:quality_suite": NOT_EVALUATED,
+        },
+        no_result=notices.no_result,
+    )
+    text = outcome.describe()
+    assert "1 not evaluated again, their data unchanged: the evaluation of run abcdef12 stands" in (
+        text
+    )
+    named = [line for line in text.splitlines() if "gave no result" in line]
+    assert named == [
+        "warning: check raw/fleet:quality_suite gave no result in this run and has no evaluation "
+        "from an earlier one; warehouse_dbt went ahead without it. Its step's messages are in "
+        "the full log."
+    ]
