@@ -12,8 +12,8 @@ history as (
     select * from {{ ref('int_person_history') }}
 ),
 
-cert_intervals as (
-    select * from {{ ref('int_certification_intervals') }}
+certified as (
+    select * from {{ ref('int_certified_spells') }}
 ),
 
 ranked_primaries as (
@@ -44,14 +44,7 @@ final as (
         i.severity,
         coalesce(h.in_scope, false) as responder_in_scope,
         h.team as responder_team,
-        exists(
-            select 1
-            from cert_intervals as c
-            where
-                c.person_key = p.person_key
-                and c.valid_from <= i.opened_at::date
-                and (c.valid_to is null or c.valid_to >= i.opened_at::date)
-        ) as is_certified,
+        c.person_key is not null as is_certified,
         -- timestamps
         i.opened_at,
         i.resolved_at,
@@ -69,6 +62,12 @@ final as (
         on
             h.person_key = p.person_key
             and i.opened_at::date between h.valid_from and h.valid_to
+    -- the certified spells of a person are disjoint: at most one holds the opening day
+    left join certified as c
+        on
+            c.person_key = p.person_key
+            and c.valid_from <= i.opened_at::date
+            and (c.valid_to is null or c.valid_to >= i.opened_at::date)
 )
 
 select * from final

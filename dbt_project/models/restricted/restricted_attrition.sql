@@ -15,8 +15,8 @@ history as (
     where in_scope
 ),
 
-cert_intervals as (
-    select * from {{ ref('int_certification_intervals') }}
+certified as (
+    select * from {{ ref('int_certified_spells') }}
 ),
 
 months as (
@@ -82,13 +82,7 @@ attributed as (
         h.role_family,
         h.skill_level::{{ text_type() }} as level,
         case
-            when exists (
-                select 1 from cert_intervals as c
-                where
-                    c.person_key = pp.person_key
-                    and c.valid_from <= pp.attributed_on
-                    and (c.valid_to is null or c.valid_to >= pp.attributed_on)
-            ) then 'certified'
+            when c.person_key is not null then 'certified'
             else 'not_certified'
         end as certification_status
     from person_periods as pp
@@ -96,6 +90,12 @@ attributed as (
         on
             h.person_key = pp.person_key
             and pp.attributed_on between h.valid_from and h.valid_to
+    -- the certified spells of a person are disjoint: at most one holds the day
+    left join certified as c
+        on
+            c.person_key = pp.person_key
+            and c.valid_from <= pp.attributed_on
+            and (c.valid_to is null or c.valid_to >= pp.attributed_on)
 ),
 
 segmented as (
