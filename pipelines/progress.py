@@ -131,11 +131,13 @@ class DagsterNotices(logging.Handler):
     """Dagster's own Python-logging warnings during a run (its library logger `dagster`, not
     the run's event log).
 
-    Without a handler of ours they reach the terminal as bare lines. A blocking check that
-    gave no result in this run is collected instead (`no_result`: check -> the steps that went
-    ahead), because the run's summary says what that means: a check kept from an earlier run
-    whose evaluation stands, or a check with no evaluation at all, which is a warning. Every
-    other warning is printed as before, and with `verbose` every one."""
+    Without a handler of ours they reach the terminal as bare lines (Python's last-resort
+    handler). A blocking check that gave no result in this run is collected instead
+    (`no_result`: check -> the steps that went ahead), because the run's summary says what that
+    means: a check kept from an earlier run whose evaluation stands, or a check with no
+    evaluation at all, which is a warning. Every other record goes where it went before: to the
+    handlers Dagster attaches while a step runs, else to the terminal as the last-resort handler
+    printed it; with `verbose` the collected ones are printed too."""
 
     def __init__(self, out=None, verbose: bool = False) -> None:
         super().__init__(level=logging.WARNING)
@@ -152,7 +154,20 @@ class DagsterNotices(logging.Handler):
                 steps.append(found["step"])
             if not self.verbose:
                 return
-        print(message, file=self.out or sys.stderr, flush=True)
+        if not self._handled_elsewhere(record):
+            print(message, file=self.out or sys.stderr, flush=True)
+
+    def _handled_elsewhere(self, record: logging.LogRecord) -> bool:
+        """Whether another handler on the record's way up the logger tree takes it (Python
+        prints it with its last-resort handler only when none does)."""
+        logger: logging.Logger | None = logging.getLogger(record.name)
+        while logger is not None:
+            if any(h is not self for h in logger.handlers):
+                return True
+            if not logger.propagate:
+                return False
+            logger = logger.parent
+        return False
 
 
 @contextlib.contextmanager

@@ -223,7 +223,7 @@ def test_a_check_no_run_has_evaluated_is_not_said_to_stand_from_a_run():
     assert "run none" not in text and "run never" not in text
 
 
-def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check():
+def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(monkeypatch):
     """Dagster warns, on its library logger, for every blocking check a step ended without;
     the product's steps leave out the checks of unchanged data on purpose. Those are said once
     in the summary (their evaluation stands); a check with no evaluation anywhere is named, and
@@ -240,6 +240,8 @@ def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(
             f"downstream step {step!r} will proceed without gating on it."
         )
 
+    # as under `talent run`: no handler on the root logger (pytest adds its own)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
     out = io.StringIO()
     library = logging.getLogger("dagster.anything.below")  # a module logger of the library
     with dagster_notices(out) as notices:
@@ -247,8 +249,17 @@ def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(
         library.warning(no_result("raw/courses:quality_suite", "marts__source_deliveries"))
         library.warning(no_result("raw/fleet:quality_suite", "warehouse_dbt"))
         library.warning("something else Dagster wants said")
+        # a record another handler takes (Dagster's own while a step runs) is left to it
+        captured = logging.getLogger("dagster.anything.captured")
+        seen: list[str] = []
+        taker = logging.Handler()
+        taker.emit = lambda record: seen.append(record.getMessage())
+        captured.addHandler(taker)
+        captured.warning("a step's own warning")
+        captured.removeHandler(taker)
     library.warning(no_result("raw/other:quality_suite", "warehouse_dbt"))  # after the block
     assert out.getvalue() == "something else Dagster wants said\n"
+    assert seen == ["a step's own warning"]
     assert notices.no_result == {
         "raw/courses:quality_suite": ["warehouse_dbt", "marts__source_deliveries"],
         "raw/fleet:quality_suite": ["warehouse_dbt"],

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import warnings
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -188,12 +189,16 @@ def with_content_versions(context, events, build_db: Path, tables: Mapping[dg.As
             }
     for event in events:
         if isinstance(event, dg.Output) and event.output_name in content:
-            event = dg.Output(
-                value=event.value,
-                output_name=event.output_name,
-                metadata=event.metadata,
-                data_version=dg.DataVersion(content[event.output_name]),
-            )
+            with warnings.catch_warnings():
+                # Dagster marks `data_version` beta; said once per model on every build, the
+                # warning would reach the operator's terminal (upgrades are pinned and tested)
+                warnings.simplefilter("ignore", dg.BetaWarning)
+                event = dg.Output(
+                    value=event.value,
+                    output_name=event.output_name,
+                    metadata=event.metadata,
+                    data_version=dg.DataVersion(content[event.output_name]),
+                )
         yield event
 
 
