@@ -191,11 +191,13 @@ def test_build_args_pass_privacy_vars_as_json(tmp_path):
         min_group_size=7,
         scope_division="Team 'Ops'",
     )
-    args = build_args(s)
+    args = build_args(s, full_refresh=False)
     assert args[:2] == ["build", "--vars"]
     assert json.loads(args[2]) == {"min_group_size": 7, "scope_division": "Team 'Ops'"}
     # unit tests check the SQL, not the data: the test suite runs them, the nightly does not
     assert args[3:] == ["--exclude-resource-type", "unit_test"]
+    # unless told otherwise, the incremental staging models are built from all rows
+    assert build_args(s) == [*args, "--full-refresh"]
 
 
 def test_a_model_s_code_version_follows_its_sql_its_yml_and_the_project(tmp_path, monkeypatch):

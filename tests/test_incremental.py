@@ -34,18 +34,19 @@ def talent_run_recorded(sources: Path, warehouse: Path, work: Path) -> dict:
     return {**record, "output": proc.stdout + proc.stderr}
 
 
-def mart_fingerprints(published: Path) -> dict[str, tuple[int, str]]:
+def mart_fingerprints(published: Path, schema: str = "marts") -> dict[str, tuple[int, str]]:
     """table -> (rows, sha256 of the sorted rows): independent of row order."""
     out: dict[str, tuple[int, str]] = {}
     with duckdb.connect(str(published), read_only=True) as con:
         tables = [
             r[0]
             for r in con.execute(
-                "select table_name from duckdb_tables() where schema_name = 'marts' order by 1"
+                "select table_name from duckdb_tables() where schema_name = ? order by 1",
+                [schema],
             ).fetchall()
         ]
         for table in tables:
-            rows = con.execute(f'select * from marts."{table}"').fetchall()
+            rows = con.execute(f'select * from {schema}."{table}"').fetchall()
             lines = sorted(repr(row) for row in rows)
             out[table] = (len(rows), hashlib.sha256("\n".join(lines).encode()).hexdigest())
     return out
@@ -58,6 +59,12 @@ def manifest_load_times(warehouse: Path) -> list[tuple[str, object]]:
         ).fetchall()
 
 
+def dbt_build_args(warehouse: Path) -> dict:
+    """The arguments of the warehouse's last dbt invocation (its run_results.json)."""
+    results = warehouse / "build" / "dbt-target" / "run_results.json"
+    return json.loads(results.read_text())["args"]
+
+
 @pytest.fixture(scope="module")
 def runs(bench_run, tmp_path_factory) -> dict:
     results, work = bench_run
@@ -66,6 +73,7 @@ def runs(bench_run, tmp_path_factory) -> dict:
     wb = tmp_path_factory.mktemp("incremental") / "B"
     b_run_id = talent_run_recorded(sources, wb, work)["run_id"]
     b_full = mart_fingerprints(wb / "talent.duckdb")
+    b_staging = mart_fingerprints(wb / "build" / "talent.duckdb", "staging")
     no_change = talent_run_recorded(sources, wb, work)
     return {
         "day_files": sorted(p.name for p in sources.rglob(f"*_{day}.csv")),
@@ -75,6 +83,11 @@ def runs(bench_run, tmp_path_factory) -> dict:
         # the one-day nightly (the harness then runs a night without new files)
         "a_nightly": results["incremental"],
         "a": mart_fingerprints(wa / "talent.duckdb"),
+        # the staging tables of the build files, and how each warehouse's last dbt build ran
+        "a_staging": mart_fingerprints(wa / "build" / "talent.duckdb", "staging"),
+        "b_staging": b_staging,
+        "a_build": dbt_build_args(wa),
+        "b_build": dbt_build_args(wb),
         "b": b_full,
         "b_again": mart_fingerprints(wb / "talent.duckdb"),
         "no_change": no_change,
@@ -101,6 +114,18 @@ def test_incremental_marts_equal_one_run_over_everything(runs):
     assert sorted(a) == sorted(b)
     differing = {t: (a[t], b[t]) for t in a if a[t] != b[t]}
     assert not differing, f"marts differ between incremental and full runs: {differing}"
+
+
+def test_the_nightly_adds_the_new_files_to_the_incremental_staging_models(runs):
+    """A night that brings only raw data builds the staging models incrementally (no
+    --full-refresh), and they hold what the run over everything built in full."""
+    # dbt records the flag only when it is given
+    assert runs["a_build"]["which"] == "build" and not runs["a_build"].get("full_refresh")
+    assert runs["b_build"]["which"] == "build" and runs["b_build"].get("full_refresh") is True
+    a, b = runs["a_staging"], runs["b_staging"]
+    assert {"stg_incidents__incidents", "stg_hris__job_history"} <= set(a)
+    differing = {t: (a[t], b[t]) for t in a if a[t] != b.get(t)}
+    assert sorted(a) == sorted(b) and not differing, differing
 
 
 def test_nightly_without_new_files_leaves_the_marts_identical(runs):

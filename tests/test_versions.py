@@ -31,6 +31,7 @@ def toy_graph(state: dict, code_version: str = "1"):
     def downstream(context: dg.AssetExecutionContext):
         verdict = versions.assess(context, exists=lambda key: state["exists"])
         state["reasons"] = verdict.reasons()
+        state["verdict"] = verdict
         if verdict.kept:
             yield from versions.kept_results(context, verdict, "unchanged")
             return
@@ -90,6 +91,28 @@ def test_each_input_alone_makes_the_asset_computed_again(instance, state, change
     assert versions.KEPT_FROM_RUN not in meta and checks == ["rows_ok"]
     run(instance, state, **graph)
     assert state["computed"] == 2 or reason == "its table is missing"
+
+
+@pytest.mark.parametrize(
+    ("change", "full_refresh"),
+    [
+        (lambda state, graph: state.update(data="b"), False),
+        (lambda state, graph: graph.update(code_version="2"), True),
+        (lambda state, graph: state.update(exists=False), True),
+    ],
+    ids=["upstream data", "code version", "table deleted"],
+)
+def test_only_new_upstream_data_lets_dbt_build_incrementally(instance, state, change, full_refresh):
+    """The dbt step builds its incremental models from all rows (--full-refresh) unless new
+    upstream data is the only reason to build (`defs/dbt.needs_full_refresh`)."""
+    from pipelines.defs.dbt import needs_full_refresh
+
+    graph: dict = {}
+    run(instance, state)
+    assert needs_full_refresh(state["verdict"])  # never computed
+    change(state, graph)
+    run(instance, state, **graph)
+    assert needs_full_refresh(state["verdict"]) is full_refresh
 
 
 def test_a_failed_blocking_check_is_evaluated_again_not_kept(instance, state):

@@ -149,11 +149,19 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
         )
         yield from versions.kept_results(context, verdict, "code, settings and inputs unchanged")
         return
-    context.log.info(f"dbt build: {verdict.reasons()}")
+    full_refresh = needs_full_refresh(verdict)
+    context.log.info(
+        f"dbt build ({'full refresh' if full_refresh else 'incremental staging'}): "
+        f"{verdict.reasons()}"
+    )
     with dbt_output(context, s):
         targets.prepare_build(s)  # TARGETS: raw tables to PostgreSQL / Spark (lib/targets.py)
         with dbt_environment(s.dbt_env()):
-            build = dbt.cli(build_args(s), context=context, target_path=target_dir(s))
+            build = dbt.cli(
+                build_args(s, full_refresh=full_refresh),
+                context=context,
+                target_path=target_dir(s),
+            )
         # The content of some models is their data version; DuckDB lets dbt's process alone
         # hold the file while it builds, so their events wait until dbt has finished.
         events = []
@@ -165,6 +173,17 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             raise
         targets.collect_build(s)  # TARGETS: what dbt built there, back into the build file
     yield from with_content_versions(context, events, s.build_db, content_versioned(build.manifest))
+
+
+def needs_full_refresh(verdict: versions.StepVerdict) -> bool:
+    """Whether the build rebuilds the incremental staging models from all raw rows.
+
+    Only new raw data lets them add to what they hold (`macros/current_rows.sql`): the rows
+    they keep were built by the same SQL, settings and pseudonym key. Any other reason to build
+    (a model's code or a setting changed, a table is missing, a model never built, a check
+    that failed) rebuilds everything, as if the models were tables."""
+    changes = [change for v in verdict.verdicts.values() for change in v.changes]
+    return not changes or not all(change.startswith(versions.NEW_DATA) for change in changes)
 
 
 def target_dir(s: Settings) -> Path:

@@ -26,11 +26,13 @@ def vars_args(settings: Settings) -> list[str]:
     return ["--vars", json.dumps(settings.dbt_vars())]
 
 
-def build_args(settings: Settings) -> list[str]:
+def build_args(settings: Settings, full_refresh: bool = True) -> list[str]:
     """CLI arguments of the build: the privacy and scope vars travel as `--vars`. dbt's unit
     tests check the models' SQL on fixed rows, not the data, so the nightly build leaves them
-    out; the test suite runs them (`tests/test_dbt_warehouse.py`)."""
-    return ["build", *vars_args(settings), "--exclude-resource-type", "unit_test"]
+    out; the test suite runs them (`tests/test_dbt_warehouse.py`). `full_refresh=False` lets
+    the incremental staging models add only what new deliveries changed."""
+    args = ["build", *vars_args(settings), "--exclude-resource-type", "unit_test"]
+    return [*args, "--full-refresh"] if full_refresh else args
 
 
 # dbt in this environment, by path: cron, systemd and containers start the product with a bare

@@ -43,6 +43,8 @@ from pipelines.lib.settings import Settings
 DATA_VERSION_TAG = "dagster/data_version"
 # Metadata of a kept materialisation: the run whose computation it keeps.
 KEPT_FROM_RUN = "kept_from_run"
+# How a verdict names an upstream whose data moved on (what lets dbt build incrementally).
+NEW_DATA = "new data in "
 # Metadata of every check result: the asset's data version the check evaluated.
 CHECKED_DATA_VERSION = "checked_data_version"
 
@@ -262,7 +264,7 @@ def assess(
             current = latest_data_version(instance, dep)
             recorded = provenance.input_data_versions.get(dep)
             if current is not None and (recorded is None or recorded.value != current):
-                changes.append(f"new data in {dep.to_user_string()}")
+                changes.append(f"{NEW_DATA}{dep.to_user_string()}")
         for spec in blocking.get(key, []):
             evaluation, _ = last_evaluation(instance, spec.key)
             if evaluation is not None and not evaluation.passed:

@@ -1,4 +1,6 @@
 -- Employment spells: one row per (person, hire). Names and e-mails stay behind in raw.
+{{ incremental_staging(['person_key', 'hire_date']) }}
+
 with source as (
     {{ current_rows('employees', ['employee_id', 'hire_date']) }}
 ),
@@ -14,7 +16,9 @@ renamed as (
         -- attributes
         lower(trim(termination_type)) as termination_type,
         lower(trim(termination_reason)) as termination_reason,
-        regrettable
+        regrettable,
+        -- the delivery the row comes from (raw.manifest.file_id)
+        _file_id
     from source
 )
 

@@ -1,4 +1,6 @@
 -- Effective-dated job records. Salary stays behind in raw; manager becomes a pseudonym too.
+{{ incremental_staging(['person_key', 'effective_date']) }}
+
 with source as (
     {{ current_rows('job_history', ['employee_id', 'effective_date']) }}
 ),
@@ -19,7 +21,9 @@ renamed as (
         site,
         lower(trim(employment_type)) as employment_type,
         fte,
-        lower(trim(change_reason)) as change_reason
+        lower(trim(change_reason)) as change_reason,
+        -- the delivery the row comes from (raw.manifest.file_id)
+        _file_id
     from source
 )
 

@@ -1,4 +1,6 @@
 -- Incidents from the on-call tool; the free-text title is dropped (it can name people).
+{{ incremental_staging('incident_number') }}
+
 with source as (
     {{ current_rows('incidents', ['incident_number']) }}
 ),
@@ -21,7 +23,9 @@ renamed as (
         coalesce(downtime_minutes, {{ seconds_between('opened_at', 'resolved_at') }} / 60.0)
             as downtime_minutes,
         {{ seconds_between('opened_at', 'acknowledged_at') }} / 60.0 as acknowledge_minutes,
-        {{ seconds_between('opened_at', 'resolved_at') }} / 60.0 as resolve_minutes
+        {{ seconds_between('opened_at', 'resolved_at') }} / 60.0 as resolve_minutes,
+        -- the delivery the row comes from (raw.manifest.file_id)
+        _file_id
     from source
 )
 
