@@ -38,11 +38,12 @@
       it, and its keys fall back to what the active files give (`drop_inactive_rows` then
       removes the rows of keys that no active file gives any more).
 
-    "Since the last build" is every file loaded at or after the latest load time among the
-    files the model holds rows of (the loader stamps each file with the clock when it loads
-    it). A file loaded before the last build that is ranked again gives the rows it gave then.
-    Raw files are never deleted and a manifest row only ever goes from active to superseded
-    (`pipelines/lib/ingest/loader.py`), so these files are all that can change a current row. -#}
+    "Since the last build" is every file loaded after the latest load time among the files the
+    model holds rows of: the loader stamps each file with the clock when it loads it, and one
+    run at a time writes a warehouse (`pipelines/lib/locking.py`), its ingestion before its
+    build, so every file loaded after the last build is stamped later than any it holds. Raw files are never deleted and a manifest row
+    only ever goes from active to superseded (`pipelines/lib/ingest/loader.py`), so these files
+    are all that can change a current row. -#}
 {% macro changed_keys(export, key_columns) -%}
     select distinct {% for k in key_columns %}f.{{ k }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ source('raw', export) }} as f
@@ -50,7 +51,7 @@
         select m.file_id
         from {{ source('raw', 'manifest') }} as m
         where m.export = '{{ export }}'
-            and m.loaded_at >= (
+            and m.loaded_at > (
                 select coalesce(max(h.loaded_at), timestamp '1900-01-01')
                 from {{ source('raw', 'manifest') }} as h
                 where h.export = '{{ export }}'
