@@ -172,6 +172,22 @@ def test_new_content_under_the_same_name_supersedes_the_old(settings):
     assert rows == [(old, "superseded", new), (new, "active", None)]
 
 
+def test_load_stamps_grow_in_load_order_when_the_clock_is_set_back(settings):
+    """The incremental staging models find the files loaded since their last build by the
+    stamp: a clock set back must not stamp a new file earlier than one loaded before."""
+    first = deliver(settings, "gpu_fleet_v1.csv", "fleet", "gpu_fleet_2024-03.csv")
+    ingest_export(settings, "gpu_fleet")
+    with duckdb.connect(str(settings.raw_db)) as con:
+        # as if the first file had been loaded by a clock a day ahead of the machine's now
+        con.execute(
+            "UPDATE manifest SET loaded_at = loaded_at + INTERVAL 1 DAY WHERE file_id = ?", [first]
+        )
+    second = deliver(settings, "gpu_fleet_v2.csv", "fleet", "gpu_fleet_2024-04.csv")
+    ingest_export(settings, "gpu_fleet")
+    stamps = dict(query(settings, "SELECT file_id, loaded_at FROM manifest"))
+    assert second != first and stamps[second] > stamps[first]
+
+
 def test_bad_file_is_recorded_as_failed_and_never_blocks_good_files(settings):
     good = deliver(settings, "employees_bom_crlf.csv", "hris", "employees_2024-01.csv")
     ingest_export(settings, "employees")

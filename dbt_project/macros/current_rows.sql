@@ -39,11 +39,12 @@
       removes the rows of keys that no active file gives any more).
 
     "Since the last build" is every file loaded after the latest load time among the files the
-    model holds rows of: the loader stamps each file with the clock when it loads it, and one
-    run at a time writes a warehouse (`pipelines/lib/locking.py`), its ingestion before its
-    build, so every file loaded after the last build is stamped later than any it holds. Raw files are never deleted and a manifest row
-    only ever goes from active to superseded (`pipelines/lib/ingest/loader.py`), so these files
-    are all that can change a current row. -#}
+    model holds rows of: the loader stamps each file when it loads it, later than every stamp
+    before it even if the clock was set back (`load_stamp`), and one run at a time writes a
+    warehouse (`pipelines/lib/locking.py`), its ingestion before its build, so every file
+    loaded after the last build is stamped later than any it holds. Raw
+    files are never deleted and a manifest row only ever goes from active to superseded
+    (`pipelines/lib/ingest/loader.py`), so these files are all that can change a current row. -#}
 {% macro changed_keys(export, key_columns) -%}
     select distinct {% for k in key_columns %}f.{{ k }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ source('raw', export) }} as f

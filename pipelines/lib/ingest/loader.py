@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -478,6 +478,16 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def load_stamp(con: duckdb.DuckDBPyConnection) -> datetime:
+    """When a delivery is loaded: the clock (UTC), or a microsecond after the latest stamp in the
+    manifest when the clock was set back. Stamps only grow, in load order: the incremental
+    staging models find the files loaded since their last build by them
+    (`dbt_project/macros/current_rows.sql`)."""
+    now = _now()
+    (latest,) = con.execute("SELECT max(loaded_at) FROM manifest").fetchone()
+    return now if latest is None or now > latest else latest + timedelta(microseconds=1)
+
+
 @dataclass(frozen=True)
 class SiblingFacts:
     """What a vendor file gives another export it feeds: enough to give the file one period
@@ -587,7 +597,7 @@ def load_plan(
 ) -> None:
     """Record one delivery in ONE transaction: rows, quarantine, manifest, supersede marks."""
     delivery, file_id, name = plan.delivery, plan.file_id, plan.delivery.path.name
-    loaded_at = _now()
+    loaded_at = load_stamp(con)
     period = delivery.period or file_period(plan.parsed, plan.siblings, loaded_at)
     base = dict(
         file_id=file_id,
