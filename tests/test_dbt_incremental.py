@@ -95,6 +95,19 @@ def keys_in_other_files(folder: str, export: str, name: str, key, before: str = 
     return keys
 
 
+def swap_service(build_db: Path, incident: str, service: str) -> str:
+    """Set one incident's service in the built staging table; returns the value it had."""
+    table = "staging.stg_incidents__incidents"
+    with duckdb.connect(str(build_db)) as con:
+        (before,) = con.execute(
+            f"select service from {table} where incident_number = ?", [incident]
+        ).fetchone()
+        con.execute(
+            f"update {table} set service = ? where incident_number = ?", [service, incident]
+        )
+    return before
+
+
 def build(warehouse: Path, *extra: str) -> None:
     run_dbt(["build", *SELECT, *extra], dbt_env(warehouse))
 
@@ -110,16 +123,7 @@ def nights(tmp_path_factory) -> dict:
     ingest_all(settings)
     build(warehouse)
     untouched = read_csv(SAMPLE / "incidents" / UNTOUCHED_FILE)[1][0]["incident_number"]
-    with duckdb.connect(str(build_db)) as con:
-        service = con.execute(
-            "select service from staging.stg_incidents__incidents where incident_number = ?",
-            [untouched],
-        ).fetchone()[0]
-        con.execute(
-            "update staging.stg_incidents__incidents set service = 'altered after night 1' "
-            "where incident_number = ?",
-            [untouched],
-        )
+    service = swap_service(build_db, untouched, "altered after night 1")
 
     copy_sample(sources, night=2)
     employee_key = lambda row: (row["employee_id"], row["hire_date"])  # noqa: E731
@@ -156,15 +160,7 @@ def nights(tmp_path_factory) -> dict:
     results = ingest_all(settings)
     assert not any(r.files_failed for r in results.values())
     build(warehouse)
-    with duckdb.connect(str(build_db)) as con:
-        still_altered = con.execute(
-            "select service from staging.stg_incidents__incidents where incident_number = ?",
-            [untouched],
-        ).fetchone()[0]
-        con.execute(
-            "update staging.stg_incidents__incidents set service = ? where incident_number = ?",
-            [service, untouched],
-        )
+    still_altered = swap_service(build_db, untouched, service)
 
     # the same raw data, every model rebuilt from all rows
     full = root / "full"
