@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import importlib
 
-import typer
+from pipelines.lib.memory import numpy_small_pages
+
+numpy_small_pages()  # before anything imports NumPy (pipelines/lib/memory.py says why)
+
+import typer  # noqa: E402
 
 app = typer.Typer(
     name="talent",

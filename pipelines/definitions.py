@@ -3,7 +3,11 @@ report, over settings read once from the environment (README: "Settings")."""
 
 import os
 
-from pipelines.defs import build_definitions
-from pipelines.lib.settings import Settings
+from pipelines.lib.memory import numpy_small_pages
+
+numpy_small_pages()  # before anything imports NumPy (pipelines/lib/memory.py says why)
+
+from pipelines.defs import build_definitions  # noqa: E402
+from pipelines.lib.settings import Settings  # noqa: E402
 
 defs = build_definitions(Settings.from_env(os.environ), os.environ)
