@@ -979,3 +979,44 @@ def test_preparation_months_reach_back_to_three_before_the_first_enrolment():
     assert [flags[("a", r)] for r in range(-10, 4)] == [False, False] + [True] * 8 + [False] * 4
     # b: the 3 months before certifying only
     assert [flags[("b", r)] for r in range(-10, 4)] == [False] * 7 + [True] * 3 + [False] * 4
+
+
+def test_row_of_each_nonzero_is_the_row_numpy_repeat_gives_with_empty_rows():
+    from scipy import sparse
+
+    from pipelines.lib.effects.fit import row_of_each_nonzero
+
+    rng = np.random.default_rng(3)
+    dense = (rng.random((60, 5)) < 0.3) * rng.normal(size=(60, 5))
+    dense[[0, 7, 8, 59]] = 0.0  # empty rows, first and last among them
+    m = sparse.csr_matrix(dense)
+    want = np.repeat(np.arange(60), np.diff(m.indptr))
+    np.testing.assert_array_equal(row_of_each_nonzero(m.indptr), want)
+    assert len(row_of_each_nonzero(sparse.csr_matrix((4, 3)).indptr)) == 0
+
+
+def test_drop_absorbed_keeps_and_drops_the_same_columns_for_dense_and_sparse_designs():
+    from scipy import sparse
+
+    from pipelines.lib.effects.fit import FitError, drop_absorbed
+
+    groups = np.repeat(np.arange(6), 5)  # six engineers, five rows each
+    rows = np.arange(30)
+    columns = {
+        "certified": (rows % 5 >= 2).astype(float),  # changes within every engineer
+        "level_3": np.isin(groups, [1, 4]).astype(float),  # whole engineers only: absorbed
+        "part_of_one": ((groups == 2) & (rows % 5 == 0)).astype(float),  # one row of one
+        "group_value": groups * 1.5 - 2.0,  # a value per engineer, some negative: absorbed
+        "never": np.zeros(30),  # absorbed
+        "varies_negative": np.where(groups == 5, -(rows % 5), 0.0),  # only in engineer 5
+    }
+    x = np.column_stack(list(columns.values()))
+    names = list(columns)
+    want = ["certified", "part_of_one", "varies_negative"]
+    for design in (x, sparse.csc_matrix(x)):
+        kept, kept_names = drop_absorbed(design, names, [groups])
+        assert kept_names == want
+        dense_kept = kept.toarray() if sparse.issparse(kept) else kept
+        np.testing.assert_array_equal(dense_kept, x[:, [0, 2, 5]])
+    with pytest.raises(FitError, match="level_3 does not change within any engineer"):
+        drop_absorbed(sparse.csc_matrix(x[:, 1:]), names[1:], [groups])
