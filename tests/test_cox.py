@@ -87,3 +87,25 @@ def test_row_at_risk_only_after_its_start():
     ).fit()
     fit = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[["certified"]])
     assert abs(float(inclusive.params[0]) - float(fit.params["certified"])) > 1e-4
+
+
+def test_warnings_about_the_code_not_the_data_are_no_note_of_the_fit(monkeypatch):
+    """The warning record is process-wide: an unclosed file finalised by another thread, or a
+    library's deprecation, would otherwise become a caveat of a published mart."""
+    import warnings
+
+    from statsmodels.duration.hazard_regression import PHReg
+
+    fit = PHReg.fit
+
+    def noisy(self, *args, **kwargs):
+        warnings.warn("unclosed file <_io.TextIOWrapper name='/proc/1/stat'>", ResourceWarning)
+        warnings.warn("this argument is deprecated", DeprecationWarning)
+        warnings.warn("this default will change", FutureWarning)
+        warnings.warn("overflow encountered in exp", RuntimeWarning)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(PHReg, "fit", noisy)
+    cp = _rows(1)
+    result = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[["certified"]])
+    assert result.notes == ["overflow encountered in exp"]

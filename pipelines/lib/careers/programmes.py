@@ -26,7 +26,7 @@ from pipelines.lib.careers.result import (
     cohort_label,
     suppress,
 )
-from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process
+from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process, fit_notes
 from pipelines.lib.effects.fit import CONFIDENCE
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 
@@ -360,7 +360,7 @@ def _quiet(fit, *args, **kwargs) -> list[str]:
     bad = [w for w in caught if "onvergence" in type(w.message).__name__]
     if bad:
         raise ArithmeticError(str(bad[0].message).split("\n")[0])
-    return sorted({str(w.message).split("\n")[0] for w in caught})
+    return fit_notes(caught)
 
 
 def _usable(e: Effect, b: float, se: float, events: str) -> bool:

@@ -33,6 +33,23 @@ class CoxFit:
     notes: list[str] = field(default_factory=list)
 
 
+# Warnings about the code rather than the data (a library's deprecations, an unclosed file
+# finalised while the fit ran, in any thread: the record is process-wide) never become a
+# mart's caveat; a numerical warning does.
+NOT_ABOUT_THE_FIT = (ResourceWarning, DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
+def fit_notes(caught) -> list[str]:
+    """The first line of each warning about the fit, once each, sorted."""
+    return sorted(
+        {
+            str(w.message).split("\n")[0]
+            for w in caught
+            if not issubclass(w.category, NOT_ABOUT_THE_FIT)
+        }
+    )
+
+
 def fit_counting_process(start, stop, event, covariates: pd.DataFrame, strata=None) -> CoxFit:
     """Fit the Cox model of ``event`` on ``covariates`` over the rows (start, stop];
     ``strata``: one label per row, each stratum with its own baseline hazard.
@@ -60,7 +77,7 @@ def fit_counting_process(start, stop, event, covariates: pd.DataFrame, strata=No
     return CoxFit(
         pd.Series(np.asarray(result.params), index=names),
         pd.Series(np.asarray(result.bse), index=names),
-        sorted({str(w.message).split("\n")[0] for w in caught}),
+        fit_notes(caught),
     )
 
 
