@@ -1,0 +1,40 @@
+"""The process-level memory policy of `pipelines/lib/memory.py`: huge pages for NumPy arrays
+are off in the `talent` command unless the operator says otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from pipelines.lib.memory import numpy_small_pages
+
+# NumPy has a documented switch (NUMPY_MADVISE_HUGEPAGE) but only a private getter for the
+# state it chose; the test reads it to see the effect, the product never calls it.
+PROBE = (
+    "import os, sys; import pipelines.cli; before = 'numpy' in sys.modules; import numpy; "
+    "from numpy._core.multiarray import _get_madvise_hugepage as huge; "
+    "print(os.environ['NUMPY_MADVISE_HUGEPAGE'], before, huge())"
+)
+
+
+def _probe(**env: str) -> list[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"} | env
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=environ, capture_output=True, text=True, check=True
+    )
+    return out.stdout.split()
+
+
+def test_the_command_line_turns_numpy_huge_pages_off_before_numpy_is_imported():
+    assert _probe() == ["0", "False", "False"]
+
+
+def test_an_operator_s_own_setting_is_kept():
+    assert _probe(NUMPY_MADVISE_HUGEPAGE="1") == ["1", "False", "True"]
+    environ = {"NUMPY_MADVISE_HUGEPAGE": "1"}
+    numpy_small_pages(environ)
+    assert environ == {"NUMPY_MADVISE_HUGEPAGE": "1"}
+    environ = {}
+    assert numpy_small_pages(environ) is ("numpy" not in sys.modules)
+    assert environ == {"NUMPY_MADVISE_HUGEPAGE": "0"}
