@@ -99,10 +99,12 @@ def test_warnings_about_the_code_not_the_data_are_no_note_of_the_fit(monkeypatch
     fit = PHReg.fit
 
     def noisy(self, *args, **kwargs):
-        warnings.warn("unclosed file <_io.TextIOWrapper name='/proc/1/stat'>", ResourceWarning)
-        warnings.warn("this argument is deprecated", DeprecationWarning)
-        warnings.warn("this default will change", FutureWarning)
-        warnings.warn("overflow encountered in exp", RuntimeWarning)
+        warnings.warn(
+            "unclosed file <_io.TextIOWrapper name='/proc/1/stat'>", ResourceWarning, stacklevel=1
+        )
+        warnings.warn("this argument is deprecated", DeprecationWarning, stacklevel=1)
+        warnings.warn("this default will change", FutureWarning, stacklevel=1)
+        warnings.warn("overflow encountered in exp", RuntimeWarning, stacklevel=1)
         return fit(self, *args, **kwargs)
 
     monkeypatch.setattr(PHReg, "fit", noisy)
