@@ -376,12 +376,6 @@ class Within:
         return (by_cluster @ self.x).toarray() - by_group @ self.means
 
 
-def within_gram(x, codes: np.ndarray) -> np.ndarray:
-    """xd'xd for x demeaned within the groups of ``codes``, without a demeaned copy of the
-    design (``Within``, unit weights)."""
-    return Within(x, codes).gram()
-
-
 def independent_columns(x, names: list[str], codes, n_slopes: int, required: int = 1):
     """Keep the columns that add information once the first factor is removed, in order
     (the covariates of interest first, then controls, then month indicators): a level dummy
