@@ -275,3 +275,73 @@ def test_files_without_quotes_take_a_fast_path_with_the_same_results():
     assert [r.line_number for r in plain.rejected] == [5, 6, 7]
     assert plain.rows_total == quoted.rows_total == 4
     assert "truncated" in plain.rejected[-1].reason  # the last line has no line break
+
+
+FLEET_HEADER = "cluster,as_of_date,site,gpu_model,gpu_count,cost_centre\n"
+
+
+PLAIN_CASES = [
+    ("plain, an extra column", FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,CC-1\n", True),
+    ("no final line break", FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,", True),
+    ("UTF-8 BOM", "\ufeff" + FLEET_HEADER + "c1,2024-01-31,München,H100,8,\n", True),
+    (
+        "values the typing rejects, blanks around values",
+        FLEET_HEADER + "c1,2024-01-31,\u00a0Munich ,H100,x,\nc2,31.01.2024,Rome,H200,16,\n",
+        True,
+    ),
+    (
+        "German locale",
+        "cluster;as_of_date;site;gpu_model;gpu_count\nc1;31.01.2024;Köln;H100;8\n",
+        True,
+    ),
+    (
+        "a blank line",
+        FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,\n\nc2,2024-01-31,Rome,H200,16,\n",
+        False,
+    ),
+    ("bare delimiters", FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,\n , ,\u00a0, , ,\n", False),
+    ("two line breaks at the end", FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,\n\n", None),
+    ("a line of another width", FLEET_HEADER + "c1,2024-01-31,Munich,H100\n", False),
+    ("a quote", FLEET_HEADER + 'c1,2024-01-31,"Munich",H100,8,\n', False),
+    ("CRLF", FLEET_HEADER.replace("\n", "\r\n") + "c1,2024-01-31,Munich,H100,8,\r\n", True),
+    (
+        "lone CR, a value the typing rejects",
+        FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,\rc2,2024-01-31,Rome,H200,x,\r\n",
+        True,
+    ),
+    (
+        "a blank CRLF line",
+        FLEET_HEADER + "c1,2024-01-31,Munich,H100,8,\r\n\r\nc2,x,y,z,1,\n",
+        False,
+    ),
+    ("header only", FLEET_HEADER, False),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "arrow"), PLAIN_CASES, ids=[c[0] for c in PLAIN_CASES])
+def test_arrow_cut_of_plain_files_agrees_with_the_general_path(monkeypatch, name, data, arrow):
+    """Plain UTF-8 files are cut by Arrow's CSV reader; anything else falls back, and both
+    give the same rows, line numbers, rejects (with their raw lines) and file facts."""
+    from pipelines.lib.ingest import reader
+
+    raw = data.encode("utf-8")
+    taken = reader._split_plain_arrow(raw, reader.EXPORTS["gpu_fleet"], "f.csv") is not None
+    if arrow is not None:
+        assert taken is arrow, name
+    fast = parse_export_bytes(raw, "gpu_fleet", "f.csv")
+    monkeypatch.setattr(reader, "_split_plain_arrow", lambda *args: None)
+    general = parse_export_bytes(raw, "gpu_fleet", "f.csv")
+    assert fast.rows.to_pylist() == general.rows.to_pylist(), name
+    assert fast.rejected == general.rejected, name
+    facts = ("encoding", "delimiter", "locale", "rows_total", "ignored_columns")
+    assert [getattr(fast, f) for f in facts] == [getattr(general, f) for f in facts], name
+
+
+def test_arrow_cut_reads_windows_1252_files_through_the_general_path():
+    from pipelines.lib.ingest import reader
+
+    raw = "employee_id;first_name;last_name;work_email;hire_date\nE1;Jürgen;Groß;j@x;01.02.2020\n"
+    data = raw.encode("cp1252")
+    assert reader._split_plain_arrow(data, reader.EXPORTS["employees"], "e.csv") is None
+    parsed = parse_export_bytes(data, "employees", "e.csv")
+    assert parsed.encoding == "cp1252" and parsed.rows.to_pylist()[0]["last_name"] == "Groß"
