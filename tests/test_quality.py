@@ -268,3 +268,81 @@ def test_missing_raw_file_fails_with_advice(tmp_path):
     (result,) = run_raw_suites(FakeSettings(tmp_path), ["employees"])
     assert not result.passed
     assert "raw.duckdb does not exist" in result.outcome("table_exists").message
+
+
+def test_first_copy_marks_later_exact_copies_within_a_delivery_only():
+    """`_first_copy` against a recount in Python: a row is a later copy when an earlier line
+    of the same delivery holds the same values in every column, NULL keys included."""
+    import random
+
+    import duckdb
+
+    from pipelines.lib.contracts import EXPORTS
+    from pipelines.lib.quality.frames import current_rows_sql
+
+    rng = random.Random(7)
+    rows = []
+    for file_id in ("f1", "f2"):
+        for line in range(2, 400):
+            cluster = rng.choice(["c1", "c2", "c3", None])
+            day = rng.choice(["2024-01-31", "2024-02-29", None])
+            rows.append(
+                (
+                    file_id,
+                    line,
+                    cluster,
+                    day,
+                    rng.choice(["Munich", "Rome"]),
+                    "H100",
+                    rng.choice([8, 16]),
+                )
+            )
+    rows += [  # keys seen exactly twice: an exact copy (one with a NULL key part), two
+        # contents of one key, and the same row in two deliveries (no copy)
+        ("f1", 500, "c9", "2023-05-01", "Oslo", "H200", 4),
+        ("f1", 501, "c9", "2023-05-01", "Oslo", "H200", 4),
+        ("f1", 502, None, "2023-05-02", "Oslo", "H200", 4),
+        ("f1", 503, None, "2023-05-02", "Oslo", "H200", 4),
+        ("f1", 504, "c9", "2023-05-03", "Oslo", "H200", 4),
+        ("f1", 505, "c9", "2023-05-03", "Oslo", "H200", 8),
+        ("f1", 506, "c9", "2023-05-04", "Oslo", "H200", 4),
+        ("f2", 506, "c9", "2023-05-04", "Oslo", "H200", 4),
+    ]
+    con = duckdb.connect()
+    con.execute(
+        "create table manifest (file_id varchar, file_name varchar, export varchar, status varchar)"
+    )
+    con.execute(
+        "insert into manifest values ('f1', 'fleet_1.csv', 'gpu_fleet', 'active'), "
+        "('f2', 'fleet_2.csv', 'gpu_fleet', 'active')"
+    )
+    con.execute(
+        "create table gpu_fleet (_file_id varchar, _line bigint, cluster varchar, "
+        "as_of_date date, site varchar, gpu_model varchar, gpu_count bigint, "
+        "_period varchar, _version int)"
+    )
+    con.executemany("insert into gpu_fleet values (?, ?, ?, ?, ?, ?, ?, '2024-02', 1)", rows)
+    sql = current_rows_sql(EXPORTS["gpu_fleet"], with_employees=False)
+    found = {
+        (name, line): first
+        for name, line, first in con.execute(
+            f"select _file_name, _line, _first_copy from ({sql})"
+        ).fetchall()
+    }
+    seen, expected = set(), {}
+    for file_id, line, *values in rows:
+        key = (file_id, *values)
+        expected[(f"fleet_{file_id[1]}.csv", line)] = key not in seen
+        seen.add(key)
+    assert len(found) == len(rows)
+    assert {k: expected[k] for k in found} == found
+    assert [found[("fleet_1.csv", line)] for line in range(500, 506)] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+    ]
+    assert found[("fleet_1.csv", 506)] and found[("fleet_2.csv", 506)]
+    assert any(cluster is None for _, _, cluster, *_ in rows)

@@ -132,7 +132,11 @@ def test_large_exports_are_validated_in_parts_with_the_same_outcomes(tmp_path, m
     assert frames.partition_columns("raw.incidents") == ["incident_number"]
     read = frames.read_raw_frames(settings.raw_db, "incidents")
     assert len(read.row_chunks) == 5 and read.frames["rows"] is None
-    assert sum(len(part()) for part in read.row_chunks) == 40
+    frames_read = [part() for part in read.row_chunks]
+    assert sum(len(f) for f in frames_read) == 40
+    for f in frames_read:  # each part in file and line order, as stored
+        located = list(zip(f["_file_name"], f["_line"], strict=True))
+        assert located == sorted(located)
     parts = _from_scratch(settings, tmp_path / "b")
     assert {k: v[:3] for k, v in parts.items()} == {k: v[:3] for k, v in whole.items()}
     assert {k: set(v[3]) for k, v in parts.items()} == {k: set(v[3]) for k, v in whole.items()}
