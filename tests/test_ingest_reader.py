@@ -345,3 +345,14 @@ def test_arrow_cut_reads_windows_1252_files_through_the_general_path():
     assert reader._split_plain_arrow(data, reader.EXPORTS["employees"], "e.csv") is None
     parsed = parse_export_bytes(data, "employees", "e.csv")
     assert parsed.encoding == "cp1252" and parsed.rows.to_pylist()[0]["last_name"] == "Groß"
+
+
+def test_typed_rows_come_back_by_file_and_line_whatever_order_duckdb_gives():
+    import pyarrow as pa
+
+    from pipelines.lib.ingest import reader
+
+    table = pa.table({"_file": [0, 1, 0, 1, 0], "_line": [3, 2, 2, 2, 5], "v": list("abcde")})
+    ordered = reader._in_file_order(table)
+    assert ordered["v"].to_pylist() == ["c", "a", "e", "b", "d"]  # (1, 2) keeps b before d
+    assert reader._in_file_order(ordered) is ordered  # already in order: left as it is

@@ -815,7 +815,7 @@ def type_split_files(
     for locale in sorted({f.locale for f in files}):
         group = [i for i, f in enumerate(files) if f.locale == locale]
         export = EXPORTS[files[group[0]].export]
-        table = _type_rows(export, [files[i] for i in group], locale, con)
+        table = _in_file_order(_type_rows(export, [files[i] for i in group], locale, con))
         # the rows come ordered by file: each file's rows are one slice
         ends = np.searchsorted(table["_file"].to_numpy(), np.arange(len(group)), side="right")
         for pos, i in enumerate(group):
@@ -840,6 +840,18 @@ def type_split_files(
                 ignored_columns=f.ignored_columns,
             )
     return [p for p in out if p is not None]
+
+
+def _in_file_order(table: pa.Table) -> pa.Table:
+    """The typed rows by file and line. DuckDB hands them back in the order they went in
+    (`preserve_insertion_order`, on by default), which is that order: sorting them in the query
+    cost a tenth of the ingestion at 1,000,000 employees. Should that ever not hold, they are
+    sorted here (stably: a vendor's list column gives several rows one line)."""
+    files, lines = table["_file"].to_numpy(), table["_line"].to_numpy()
+    step_file, step_line = np.diff(files), np.diff(lines)
+    if np.all((step_file > 0) | ((step_file == 0) & (step_line >= 0))):
+        return table
+    return table.sort_by([("_file", "ascending"), ("_line", "ascending")])
 
 
 def _arrow_strings(
@@ -888,7 +900,7 @@ def _type_rows(
         f"WITH cleaned AS (SELECT {', '.join(cleaned)}, _file, _line, _extra FROM _ingest_batch), "
         f"typed AS (SELECT *, {', '.join(typed)} FROM cleaned) "
         f"SELECT {', '.join(final)}, _line, _extra, _file, "
-        f"nullif(concat_ws('; ', {reasons}), '') AS _reason FROM typed ORDER BY _file, _line"
+        f"nullif(concat_ws('; ', {reasons}), '') AS _reason FROM typed"
     )
     con.register("_ingest_batch", batch)
     try:
