@@ -749,6 +749,30 @@ def _staggered_panel(seed: int, people: int, months: int, ramp: int):
     return d, truth
 
 
+def test_model_frame_keeps_the_models_columns_and_the_never_certified():
+    """The model frame is the rows a plain filter gives (month 0 left out on request, engineers
+    who never certified, whose month since certifying is NaN, kept), with the columns the
+    incident models read and no other."""
+    from pipelines.lib.effects import incidents
+    from pipelines.lib.effects.fit import factor_codes, informative_rows
+
+    d, _ = _staggered_panel(5, people=60, months=12, ramp=3)
+    d["tenure_months"] = d["t"] + 7.0  # read by attrition and careers, not by these models
+    d.loc[d.index[::9], "exposure"] = 0.0
+    d.loc[d.index[::13], "skill_level"] = np.nan
+    for leave_out, rows in ((False, d), (True, d[d["rel"] != 0])):
+        frame = incidents.model_frame(d, without_month_zero=leave_out)
+        plain = rows[(rows["exposure"] > 0) & rows["skill_level"].notna()]
+        codes = factor_codes(plain["person_key"], plain["t"])
+        plain = plain[informative_rows(plain["incidents"].to_numpy(), codes)]
+        assert frame.index.equals(plain.index)
+        assert list(frame.columns) == [c for c in incidents.MODEL_COLUMNS if c in d.columns]
+        assert "tenure_months" not in frame.columns
+        pd.testing.assert_frame_equal(frame, plain[frame.columns])
+        assert frame["rel"].isna().any()  # the never-certified are the controls
+        assert (frame["rel"] == 0).any() != leave_out
+
+
 def test_cell_ratio_matches_statsmodels_glm_with_dummies_and_the_delta_method():
     """The extended two-way fixed-effects ratio == statsmodels' Poisson GLM with a dummy per
     engineer, month and cell and one for the preparation months, its cell coefficients averaged with weights = certified

@@ -761,18 +761,21 @@ def within_effects(
     k: int,
 ) -> dict[str, dict[str, Effect]]:
     """metric -> programme -> Effect; online's own figure goes into every row's caveats."""
-    from pipelines.lib.effects.incidents import incident_rate_ratio, pretrend_test
+    from pipelines.lib.effects.incidents import MODEL_COLUMNS, incident_rate_ratio, pretrend_test
     from pipelines.lib.effects.mttr import mttr_ratio
 
     by_person = first_programme(ep, months)
     never = set(months.loc[~months["ever_certified"], "person_key"])
+    columns = [c for c in MODEL_COLUMNS if c in months.columns]
     results: dict[str, dict[str, Effect]] = {"incident_rate_ratio": {}, "mttr_ratio": {}}
     for p in [*out_programmes(programmes), REFERENCE]:
         keep = never | set(by_person.index[by_person.to_numpy() == p])
-        m = months[months["person_key"].isin(keep)]
-        inc = incidents[incidents["person_key"].isin(keep)]
+        # one subset at a time, with the columns the incident models read: each is most of the
+        # panel (or of the incidents) again
+        m = months.loc[months["person_key"].isin(keep).to_numpy(), columns]
         irr = incident_rate_ratio(m, pretrend_test(m, k), k)
-        mttr = mttr_ratio(inc, 0, k)
+        del m
+        mttr = mttr_ratio(incidents[incidents["person_key"].isin(keep)], 0, k)
         for e in (irr, mttr):
             e.comparison = WITHIN_COMPARISON.format(p=p)
         results["incident_rate_ratio"][p] = irr

@@ -82,8 +82,33 @@ NAIVE_METHOD = (
 )
 
 
-def model_frame(m: pd.DataFrame) -> pd.DataFrame:
-    d = m[(m["exposure"] > 0) & m["skill_level"].notna()]
+# The engineer-month columns the incident models read (`prep_t` when the panel has it). The
+# model frames are copies of a panel of 4.5 million rows at 1,000,000 employees: they carry
+# these 12 of its 17 columns, not the ones only attrition and careers read.
+MODEL_COLUMNS = (
+    "person_key",
+    "t",
+    "month_start",
+    "skill_level",
+    "incidents",
+    "exposure",
+    "is_certified",
+    "ever_certified",
+    "first_t",
+    "prep_t",
+    "rel",
+    "lapsed",
+)
+
+
+def model_frame(m: pd.DataFrame, without_month_zero: bool = False) -> pd.DataFrame:
+    """The engineer-months a Poisson model of incidents can use, with `MODEL_COLUMNS`: exposed,
+    with a level, of an engineer and a calendar month that have incidents (`informative_rows`).
+    `without_month_zero` also leaves out the month of the first certification."""
+    rows = (m["exposure"] > 0) & m["skill_level"].notna()
+    if without_month_zero:
+        rows &= ~(m["rel"] == 0)
+    d = m.loc[rows.to_numpy(), [c for c in MODEL_COLUMNS if c in m.columns]]
     codes = factor_codes(d["person_key"], d["t"])
     return d[informative_rows(d["incidents"].to_numpy(), codes)]
 
@@ -200,7 +225,7 @@ def _check_minimums(e: Effect, size: dict) -> bool:
 def incident_rate_ratio(m: pd.DataFrame, pretrend: PreTrend, min_group_size: int) -> Effect:
     e = Effect(METRIC, METHOD, COMPARISON, NAIVE_METHOD)
     e.naive = naive_ratio(m)
-    d = model_frame(m[~(m["rel"] == 0)])
+    d = model_frame(m, without_month_zero=True)
     size = _sample_size(d)
     e.n_engineers, e.n_events = int(d["person_key"].nunique()), int(d["incidents"].sum())
     e.n_cohorts, e.window = size["cohorts"], window_of(d["month_start"])
@@ -252,7 +277,7 @@ def pretrend_test(m: pd.DataFrame, min_group_size: int) -> PreTrend:
     """F-test (G-1 denominator degrees of freedom) that incident rates in the months up to -7
     and in months -6..-2 equal month -1, with engineer and calendar-month effects; months the
     event study suppresses (fewer than ``min_group_size`` engineers) stay out."""
-    d = model_frame(m[~(m["rel"] == 0)])
+    d = model_frame(m, without_month_zero=True)
     small = _small_months(d, min_group_size)
     if REFERENCE_MONTH in small or not d["ever_certified"].any():
         return PreTrend(np.nan, "Pre-trend check: not possible (too few engineers in month -1).")
