@@ -630,6 +630,42 @@ def test_engineers_numbered_across_frames_group_and_sort_as_their_keys():
     assert list(shared) == list(values) and shared[0] is shared[3] and shared[1] is shared[4]
 
 
+def test_prepared_panels_are_new_frames_with_shared_normalised_text():
+    """`prepare` gives frames that share no memory with the frames as read, so a step that
+    drops those before fitting frees them; the normalised separation types and severities are
+    what pandas' own strip and lower give, one string object per distinct value."""
+    em, inc = simulate(11)
+    raw_m = em.to_pandas() if hasattr(em, "to_pandas") else em
+    raw_i = inc.to_pandas() if hasattr(inc, "to_pandas") else inc
+    panels = stats.prepare(raw_m, raw_i)
+    for prepared, raw in ((panels.months, raw_m), (panels.incidents, raw_i)):
+        for column in prepared.columns:
+            values = prepared[column].array
+            values = getattr(values, "_ndarray", np.asarray(values))
+            for source in raw.columns:
+                assert not np.shares_memory(values, np.asarray(raw[source].array)), (
+                    column,
+                    source,
+                )
+    for prepared, raw, column in (
+        (panels.months, raw_m, "separation_type"),
+        (panels.incidents, raw_i, "severity"),
+    ):
+        plain = raw[column].astype("string").str.strip().str.lower()
+        text = prepared[column]
+        assert text.dtype == plain.dtype
+        assert set(text.dropna()) == set(plain.dropna())
+        objects = {id(v) for v in text.array._ndarray if isinstance(v, str)}
+        assert len(objects) == text.nunique()
+    months = raw_m.assign(
+        separation_type=raw_m["separation_type"].map(
+            lambda v: f"  {v.upper()} " if isinstance(v, str) else v
+        )
+    )
+    again = stats.prepare(months, raw_i).months
+    pd.testing.assert_series_equal(again["separation_type"], panels.months["separation_type"])
+
+
 def test_a_sparse_design_gives_the_fit_of_the_dense_one():
     """The estimators hand the fits sparse designs (``sparse_design``, sparse ``dummies``);
     both fits, with a control column that no engineer changes (dropped), must give the slopes

@@ -156,12 +156,13 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
         )
         episodes = _read_episodes(con, careers.EPISODES)
     try:
-        frames = careers.programme_and_career_statistics(
-            episodes, months, incidents, s.min_group_size
-        )
+        inputs = careers.prepare(episodes, months, incidents)
+        del months, incidents, episodes  # as read: the fits need only the prepared frames
+        give_back()
+        frames = careers.programme_and_career_statistics_prepared(inputs, s.min_group_size)
     except StatsInputError as exc:
         raise dg.Failure(str(exc)) from exc
-    del months, incidents, episodes
+    del inputs
     give_back()  # the fits' memory, before the next step (pipelines/lib/memory.py)
     with db.connect(s.build_db) as con:
         for name in MART_KEYS:

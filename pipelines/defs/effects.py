@@ -111,7 +111,8 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         yield from versions.kept_results(context, verdict, "panels and code unchanged")
         return
     context.log.info(f"estimating: {verdict.reasons()}")
-    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES
+    from pipelines.lib import effects as estimators
+    from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
     from pipelines.lib.memory import give_back
 
     with db.connect(s.build_db, read_only=True) as con:
@@ -121,8 +122,14 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
     through = months["month"].max() if len(months) else None
     window = f"complete months through {through:%Y-%m}" if through else "no complete month yet"
     context.log.info(f"estimating from {window}; the month in progress is left out")
-    effects, study = _estimate(s, months, incidents)
-    del months, incidents
+    try:
+        panels = estimators.prepare(months, incidents)
+    except StatsInputError as exc:
+        raise dg.Failure(str(exc)) from exc
+    del months, incidents  # the frames as read: the fits need only the prepared panels
+    give_back()
+    effects, study = _estimate(s, panels)
+    del panels
     give_back()  # the fits' memory, before the next step (pipelines/lib/memory.py)
     _log_effects(context, effects)
     yield dg.MaterializeResult(
@@ -159,11 +166,11 @@ def select_used(con, table: str) -> str:
     return f"select {', '.join(columns) or '*'} from {table}"
 
 
-def _estimate(s, months, incidents):
+def _estimate(s, panels):
     """Estimate and write both marts (one connection)."""
     from pipelines.lib import effects as estimators
 
-    effects, study = estimators.analyse(months, incidents, min_group_size=s.min_group_size)
+    effects, study = estimators.analyse_prepared(panels, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
         _write(con, "certification_effect", effects)
         _write(con, "certification_event_study", study)

@@ -27,6 +27,8 @@ its measured coverage.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pandas as pd
 
 from pipelines.lib.effects.attrition import attrition_hazard_ratio, counting_process
@@ -74,26 +76,51 @@ __all__ = [
     "REFERENCE_MONTH",
     "Fit",
     "FitError",
+    "Panels",
     "StatsInputError",
     "analyse",
+    "analyse_prepared",
     "counting_process",
     "demean",
     "estimate_effects",
     "event_study",
     "fe_ols",
     "fe_poisson",
+    "prepare",
     "prepare_engineer_months",
     "prepare_incidents",
 ]
+
+
+class Panels(NamedTuple):
+    """The two panels as the estimators use them (`prepare`)."""
+
+    months: pd.DataFrame
+    incidents: pd.DataFrame
+    left_out: int  # incident rows left out (unresolved, no responder, no engineer-month)
+
+
+def prepare(engineer_months, incident_responses) -> Panels:
+    """The panels validated, normalised and with the engineers numbered alike in both. They are
+    new frames: a caller that drops the frames it read before estimating (`analyse_prepared`)
+    holds only these while the models are fitted (at 1,000,000 employees the frames as read
+    are about 1.2 GB)."""
+    m = prepare_engineer_months(engineer_months)
+    inc, left_out = prepare_incidents(incident_responses, m)
+    encode_people(m, inc)
+    return Panels(m, inc, left_out)
 
 
 def analyse(
     engineer_months, incident_responses, min_group_size: int = 5
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both marts at once: (``certification_effect``, ``certification_event_study``)."""
-    m = prepare_engineer_months(engineer_months)
-    inc, left_out = prepare_incidents(incident_responses, m)
-    encode_people(m, inc)
+    return analyse_prepared(prepare(engineer_months, incident_responses), min_group_size)
+
+
+def analyse_prepared(panels: Panels, min_group_size: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`analyse` of panels already prepared (`prepare`)."""
+    m, inc, left_out = panels
     with single_threaded_blas():
         study = _event_study(m, min_group_size)
         pretrend = pretrend_test(m, min_group_size)

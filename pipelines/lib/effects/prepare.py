@@ -71,6 +71,15 @@ def shared_strings(values) -> np.ndarray:
     return shared
 
 
+def normalised_text(values: pd.Series) -> pd.Series:
+    """The values stripped and lower-cased as pandas strings, equal values one string object:
+    normalising makes a new string per row (at 1,000,000 employees 4.5 million separation
+    types and 4.9 million severities, about 0.5 GB kept while the statistics run)."""
+    text = values.astype("string").str.strip().str.lower()
+    shared = shared_strings(text.to_numpy(dtype=object, na_value=None))
+    return pd.Series(pd.array(shared, dtype="string"), index=values.index)
+
+
 def share_text_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """`shared_strings` for every text (object) column of a frame read from the warehouse, in
     place: the frames stay in memory while the statistics run."""
@@ -176,7 +185,7 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
             .to_numpy("float64"),
             "exposure": pd.to_numeric(df["exposure_months"], errors="coerce").to_numpy("float64"),
             "separated": _as_bool(df["separated"]),
-            "separation_type": df["separation_type"].astype("string").str.strip().str.lower(),
+            "separation_type": normalised_text(df["separation_type"]),
         }
     )
     out["month_start"] = pd.to_datetime(df["month"]).dt.to_period("M").dt.start_time.to_numpy()
@@ -193,7 +202,8 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
     out["rel"] = out["t"] - out["first_t"]  # NaN for never-certified
     # certified before and not any more: its own group, never a silent control
     out["lapsed"] = (out["rel"] > 0).to_numpy() & ~out["is_certified"].to_numpy()
-    return out.sort_values(["person_key", "t"], kind="stable").reset_index(drop=True)
+    # ignore_index: a new RangeIndex without the copy of every column reset_index makes
+    return out.sort_values(["person_key", "t"], kind="stable", ignore_index=True)
 
 
 def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -207,7 +217,7 @@ def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.Data
             "person_key": df["person_key"].astype("string"),
             "t": _month_index(df["month"]).to_numpy(dtype="float64", na_value=np.nan),
             "is_certified": _as_bool(df["is_certified"]),
-            "severity": df["severity"].astype("string").str.strip().str.lower(),
+            "severity": normalised_text(df["severity"]),
             "minutes": minutes.to_numpy("float64"),
         }
     )
@@ -220,10 +230,14 @@ def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.Data
         on=["person_key", "t"],
         how="inner",
     )
-    joined = joined.dropna(subset=["skill_level", "tenure_months"])
+    known = (joined["skill_level"].notna() & joined["tenure_months"].notna()).to_numpy()
+    if not known.all():  # (dropna copies every column even when no row goes)
+        joined = joined[known]
     joined["rel"] = joined["t"] - joined["first_t"]
     joined["lapsed"] = (joined["rel"] > 0).to_numpy() & ~joined["is_certified"].to_numpy()
     # every column in the sort: the warehouse returns rows in no promised order, and the
     # estimates' sums must not depend on it (rows equal in every column are interchangeable)
-    joined = joined.sort_values(list(joined.columns), kind="stable", na_position="last")
-    return joined.reset_index(drop=True), total - len(joined)
+    joined = joined.sort_values(
+        list(joined.columns), kind="stable", na_position="last", ignore_index=True
+    )
+    return joined, total - len(joined)
