@@ -111,3 +111,32 @@ def test_warnings_about_the_code_not_the_data_are_no_note_of_the_fit(monkeypatch
     cp = _rows(1)
     result = fit_counting_process(cp["start"], cp["stop"], cp["event"], cp[["certified"]])
     assert result.notes == ["overflow encountered in exp"]
+
+
+def test_every_fit_raises_on_a_convergence_warning_and_keeps_other_warnings_as_notes():
+    """`watched_fit`, which the Cox, Weibull and logistic fits all run through: statsmodels'
+    and lifelines' convergence warnings become ArithmeticError with their first line; the fit's
+    result comes back with its other warnings about the fit as notes."""
+    import warnings
+
+    from lifelines.exceptions import ConvergenceWarning as LifelinesConvergence
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning as StatsmodelsConvergence
+
+    from pipelines.lib.effects.cox import watched_fit
+
+    for category in (StatsmodelsConvergence, LifelinesConvergence):
+
+        def diverging(category=category):
+            warnings.warn("no convergence after 50 steps\nmore detail", category, stacklevel=1)
+            return "fitted"
+
+        with pytest.raises(ArithmeticError, match=r"^no convergence after 50 steps$"):
+            watched_fit(diverging)
+
+    def fine(a, scale=1):
+        warnings.warn("divide by zero encountered in log", RuntimeWarning, stacklevel=1)
+        warnings.warn("divide by zero encountered in log", RuntimeWarning, stacklevel=1)
+        warnings.warn("use the new name", DeprecationWarning, stacklevel=1)
+        return a * scale
+
+    assert watched_fit(fine, 2, scale=3) == (6, ["divide by zero encountered in log"])

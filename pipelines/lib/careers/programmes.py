@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -26,7 +25,7 @@ from pipelines.lib.careers.result import (
     cohort_label,
     suppress,
 )
-from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process, fit_notes
+from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process, watched_fit
 from pipelines.lib.effects.fit import CONFIDENCE
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
 
@@ -352,17 +351,6 @@ def _wald(b: float, se: float) -> tuple[float, float, float]:
     return out
 
 
-def _quiet(fit, *args, **kwargs) -> list[str]:
-    """Run ``fit``; warnings come back as text, a convergence warning as an exception."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit(*args, **kwargs)
-    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
-    if bad:
-        raise ArithmeticError(str(bad[0].message).split("\n")[0])
-    return fit_notes(caught)
-
-
 def _usable(e: Effect, b: float, se: float, events: str) -> bool:
     if not (np.isfinite(b) and np.isfinite(se)) or se > 2.0 or not np.isfinite(_wald(b, se)[0]):
         e.not_estimable(
@@ -428,7 +416,7 @@ def _aft(ep: pd.DataFrame, x: pd.DataFrame):
         event=ep["certified"].astype(int).to_numpy(),
     )
     aft = WeibullAFTFitter(alpha=1 - CONFIDENCE)
-    notes = _quiet(aft.fit, df, duration_col="duration", event_col="event")
+    _, notes = watched_fit(aft.fit, df, duration_col="duration", event_col="event")
     return aft, notes
 
 
@@ -517,15 +505,9 @@ def _logit(d: pd.DataFrame, x: pd.DataFrame):
     exog = sm.add_constant(x.to_numpy(dtype=float), has_constant="add")
     model = sm.Logit(d["first_pass"].astype(float).to_numpy(), exog)
     groups = pd.factorize(d["person_key"])[0]
-    holder = {}
-
-    def fit():
-        holder["res"] = model.fit(
-            disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": groups}
-        )
-
-    notes = _quiet(fit)
-    res = holder["res"]
+    res, notes = watched_fit(
+        model.fit, disp=0, maxiter=200, cov_type="cluster", cov_kwds={"groups": groups}
+    )
     if not res.mle_retvals.get("converged", True):
         raise ArithmeticError("the logistic regression did not converge")
     names = ["const", *x.columns]

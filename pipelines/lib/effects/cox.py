@@ -50,6 +50,19 @@ def fit_notes(caught) -> list[str]:
     )
 
 
+def watched_fit(fit, *args, **kwargs):
+    """``fit(*args, **kwargs)`` with its warnings recorded: (its result, the notes of
+    `fit_notes`). A convergence warning is raised as ``ArithmeticError`` with its first line.
+    Every model fit of the statistics (Cox, Weibull, logistic) runs through here."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit(*args, **kwargs)
+    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
+    if bad:
+        raise ArithmeticError(str(bad[0].message).split("\n")[0])
+    return result, fit_notes(caught)
+
+
 def fit_counting_process(start, stop, event, covariates: pd.DataFrame, strata=None) -> CoxFit:
     """Fit the Cox model of ``event`` on ``covariates`` over the rows (start, stop];
     ``strata``: one label per row, each stratum with its own baseline hazard.
@@ -60,24 +73,22 @@ def fit_counting_process(start, stop, event, covariates: pd.DataFrame, strata=No
 
     start = np.asarray(start, dtype=float)
     names = list(covariates.columns)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model = PHReg(
+
+    def fit():
+        return PHReg(
             np.asarray(stop, dtype=float),
             covariates.to_numpy(dtype=float),
             status=np.asarray(event, dtype=int),
             entry=np.nextafter(start, np.inf),
             strata=None if strata is None else np.asarray(strata),
             ties="efron",
-        )
-        result = model.fit()
-    bad = [w for w in caught if "onvergence" in type(w.message).__name__]
-    if bad:
-        raise ArithmeticError(str(bad[0].message).split("\n")[0])
+        ).fit()
+
+    result, notes = watched_fit(fit)
     return CoxFit(
         pd.Series(np.asarray(result.params), index=names),
         pd.Series(np.asarray(result.bse), index=names),
-        fit_notes(caught),
+        notes,
     )
 
 
