@@ -9,7 +9,9 @@ confounding predicts.
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 
 import duckdb
 import numpy as np
@@ -631,13 +633,25 @@ def test_engineers_numbered_across_frames_group_and_sort_as_their_keys():
 
 
 def test_prepared_panels_are_new_frames_with_shared_normalised_text():
-    """`prepare` gives frames that share no memory with the frames as read, so a step that
-    drops those before fitting frees them; the normalised separation types and severities are
+    """`prepare` gives frames that neither refer to nor share memory with the frames as read,
+    so a step that drops those before fitting frees them; the normalised separation types and severities are
     what pandas' own strip and lower give, one string object per distinct value."""
     em, inc = simulate(11)
     raw_m = em.to_pandas() if hasattr(em, "to_pandas") else em
     raw_i = inc.to_pandas() if hasattr(inc, "to_pandas") else inc
+    as_read = raw_m.copy(deep=True), raw_i.copy(deep=True)
     panels = stats.prepare(raw_m, raw_i)
+    # the frames as read are read, not copied, and so must come out as they went in
+    pd.testing.assert_frame_equal(raw_m, as_read[0])
+    pd.testing.assert_frame_equal(raw_i, as_read[1])
+    # nothing prepared refers back to the frames as read: once dropped, they are freed
+    m_read, i_read = raw_m.copy(), raw_i.copy()
+    kept = stats.prepare(m_read, i_read)
+    read = [weakref.ref(m_read), weakref.ref(i_read)]
+    del m_read, i_read
+    gc.collect()
+    assert [r() for r in read] == [None, None]
+    pd.testing.assert_frame_equal(kept.months, panels.months)
     for prepared, raw in ((panels.months, raw_m), (panels.incidents, raw_i)):
         for column in prepared.columns:
             values = prepared[column].array

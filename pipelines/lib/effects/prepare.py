@@ -45,10 +45,12 @@ class StatsInputError(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def _to_pandas(frame, table: str) -> pd.DataFrame:
-    """Accept pandas or Polars (the warehouse readers use either); never mutate the caller's."""
+def _to_pandas(frame, table: str, copy: bool = True) -> pd.DataFrame:
+    """Accept pandas or Polars (the warehouse readers use either); never mutate the caller's.
+    `copy=False` for a caller that only reads the frame: the panels' preparation, which would
+    otherwise copy 1.2 GB of frames as read at 1,000,000 employees."""
     if isinstance(frame, pd.DataFrame):
-        return frame.copy()
+        return frame.copy() if copy else frame
     to_pandas = getattr(frame, "to_pandas", None)
     if to_pandas is None:
         raise StatsInputError(
@@ -155,7 +157,7 @@ def _as_bool(values: pd.Series) -> np.ndarray:
 
 def prepare_engineer_months(engineer_months) -> pd.DataFrame:
     """Validate and normalise ``int_engineer_months`` into the columns the estimators use."""
-    df = _to_pandas(engineer_months, ENGINEER_MONTHS)
+    df = _to_pandas(engineer_months, ENGINEER_MONTHS, copy=False)  # read, never written
     _require_columns(df, ENGINEER_MONTH_COLUMNS, ENGINEER_MONTHS)
     _check_values(df, ENGINEER_MONTHS)
     dup = df.duplicated(["person_key", "month"])
@@ -209,7 +211,7 @@ def prepare_engineer_months(engineer_months) -> pd.DataFrame:
 def prepare_incidents(incident_responses, months: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Resolved incidents with a known primary responder, joined to the responder's month
     (level, tenure, first certification). Returns the frame and how many rows were left out."""
-    df = _to_pandas(incident_responses, INCIDENT_RESPONSES)
+    df = _to_pandas(incident_responses, INCIDENT_RESPONSES, copy=False)  # read, never written
     _require_columns(df, INCIDENT_COLUMNS, INCIDENT_RESPONSES)
     minutes = pd.to_numeric(df["resolve_minutes"], errors="coerce")
     inc = pd.DataFrame(
