@@ -940,6 +940,67 @@ def test_cr2_with_absorbed_effects_matches_explicit_dummies_and_hat_matrix():
     assert ours.dof_of("certified") < 29  # fewer than G-1: wider intervals than CR1's t(G-1)
 
 
+def _textbook_cr2(y, x, pid, t):
+    """CR2 covariance of the first column of x and its Satterthwaite df from the full dummy
+    design, cluster by cluster: (I - H_gg)^(-1/2) by eigendecomposition (pseudo-inverse), and
+    df = tr(W)^2 / tr(W^2) with W = P'(I - H)P, without forming the N x N hat matrix."""
+    z = np.column_stack([x, pd.get_dummies(pd.DataFrame({"p": pid, "t": t}).astype(str))])
+    z = z.astype(float)
+    bread = np.linalg.pinv(z.T @ z)
+    e = y - z @ (bread @ (z.T @ y))
+    clusters = np.unique(pid)
+    meat = np.zeros((z.shape[1], z.shape[1]))
+    p = np.zeros((len(y), len(clusters)))
+    for i, g in enumerate(clusters):
+        r = pid == g
+        block = np.eye(r.sum()) - z[r] @ bread @ z[r].T
+        vals, vecs = np.linalg.eigh(block)
+        k = vals > 1e-10 * vals.max()
+        a = vecs[:, k] / np.sqrt(vals[k]) @ vecs[:, k].T
+        u = z[r].T @ a @ e[r]
+        meat += np.outer(u, u)
+        p[r, i] = a @ z[r] @ bread[:, 0]
+    w = p.T @ p - (p.T @ z) @ bread @ (z.T @ p)
+    cov = bread @ meat @ bread
+    return cov[: x.shape[1], : x.shape[1]], np.trace(w) ** 2 / np.sum(w * w)
+
+
+def test_cr2_of_many_clusters_takes_the_series_and_matches_the_textbook(monkeypatch):
+    """With many clusters every cluster's leverage is small: CR2 takes the binomial series of
+    (I - H_gg)^(-1/2) instead of an eigendecomposition per cluster (forbidden here), and the
+    covariance and df are those of the textbook computation to 1e-9."""
+    from pipelines.lib.effects import cr2
+
+    rng, pid, t, x, frailty = _panel(9, people=400, months=10)
+    y = x @ [0.3, -0.2] + np.log(frailty) + 0.1 * t + rng.normal(size=len(pid))
+    keep = rng.uniform(size=len(pid)) > 0.3  # unequal clusters
+    pid, t, x, y = pid[keep], t[keep], x[keep], y[keep]
+    want_cov, want_dof = _textbook_cr2(y, x, pid, t)
+
+    def no_eigendecomposition(m):
+        raise AssertionError("a cluster of small leverage took the eigendecomposition")
+
+    monkeypatch.setattr(cr2, "_inv_sqrt", no_eigendecomposition)
+    ours = stats.fe_ols(y, x, [pid, t], pid, ["certified", "z"], small_sample="cr2")
+    np.testing.assert_allclose(ours.cov, want_cov, rtol=1e-9)
+    assert ours.dof_of("certified") == pytest.approx(want_dof, rel=1e-9)
+
+
+def test_cr2_computes_the_df_of_the_named_slopes_only():
+    """``dof_for`` leaves the other slopes' df uncomputed (asking for one says how to get it);
+    the covariance and the named slope's df are those of the full computation."""
+    rng, pid, t, x, frailty = _panel(5, people=40, months=8)
+    y = x @ [0.3, -0.2] + np.log(frailty) + rng.normal(size=len(pid))
+    args = (y, x, [pid, t], pid, ["certified", "z"])
+    every = stats.fe_ols(*args, small_sample="cr2")
+    named = stats.fe_ols(*args, small_sample="cr2", dof_for=("certified",))
+    np.testing.assert_allclose(named.cov, every.cov, rtol=1e-12)
+    assert named.dof_of("certified") == pytest.approx(every.dof_of("certified"), rel=1e-12)
+    assert every.dof_of("z") > 0
+    with pytest.raises(ValueError, match="dof_for"):
+        named.dof_of("z")
+
+
 def test_a_control_the_absorbed_effects_explain_is_dropped_not_fatal():
     """A control equal to a month indicator (as a level dummy can be in a small company) adds
     nothing once month effects are in: the fit drops it and the slopes stay the same."""

@@ -91,7 +91,14 @@ class Fit:
         return max(self.n_clusters - 1, 1)
 
     def dof_of(self, name: str) -> float:
-        return self.dofs[self.names.index(name)] if self.dofs is not None else self.dof
+        if self.dofs is None:
+            return self.dof
+        dof = self.dofs[self.names.index(name)]
+        if np.isnan(dof):
+            raise ValueError(
+                f"no degrees of freedom were computed for {name}: name it in fe_ols's dof_for"
+            )
+        return dof
 
     def se(self, name: str) -> float:
         i = self.names.index(name)
@@ -400,11 +407,13 @@ def independent_columns(x, names: list[str], codes, n_slopes: int, required: int
     return within, [names[j] for j in keep], sum(1 for j in keep if j < n_slopes)
 
 
-def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
+def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1", dof_for=None) -> Fit:
     """Least squares of y on x with the factors in ``codes`` absorbed; clustered by ``groups``.
 
     ``small_sample="cr2"``: bias-reduced covariance with Satterthwaite degrees of freedom
-    (``cr2.py``) where its cost is acceptable, else CR1 with a note saying so."""
+    (``cr2.py``) where its cost is acceptable, else CR1 with a note saying so. ``dof_for``:
+    the names whose degrees of freedom CR2 computes (the ones given an interval), all slopes
+    by default."""
     y = np.asarray(y, dtype=float)
     x, names = drop_absorbed(as_design(x), list(names), codes)
     n_slopes = len(names)
@@ -423,7 +432,8 @@ def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1") -> Fit:
         fit.notes.append("CR1 instead of CR2: clusters too large for CR2's adjustment")
         return fit
     # CR2 takes each cluster's demeaned rows from `within`, a batch at a time
-    cov2, dofs = cr2.cr2(within, resid, bread, groups, codes[0], n_slopes)
+    wanted = None if dof_for is None else [i for i, n in enumerate(fit.names) if n in dof_for]
+    cov2, dofs = cr2.cr2(within, resid, bread, groups, codes[0], n_slopes, wanted)
     return Fit(fit.names, fit.params, cov2, g, 1.0, dofs=tuple(float(v) for v in dofs))
 
 

@@ -67,7 +67,9 @@ def _sample(inc: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     }
 
 
-def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray]):
+def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray], dof_for=()):
+    """Log resolve minutes on ``extra``, severity and level, engineer and month effects
+    absorbed, CR2 by engineer; Satterthwaite degrees of freedom for ``dof_for`` only."""
     sev, sev_names = dummies(d["severity"].fillna("unknown").to_numpy(), "severity")
     level, level_names = dummies(d["skill_level"].to_numpy(), "level")
     x = sparse_design(*extra.values(), sev, level)
@@ -78,6 +80,7 @@ def _fit(d: pd.DataFrame, extra: dict[str, np.ndarray]):
         d["person_key"].to_numpy(),
         [*extra, *sev_names, *level_names],
         small_sample="cr2",
+        dof_for=dof_for,
     )
 
 
@@ -147,7 +150,11 @@ def mttr_ratio(inc: pd.DataFrame, left_out: int, min_group_size: int) -> Effect:
             "; ".join(needs),
         )
     try:
-        fit = _fit(d, {"certified": d["is_certified"].to_numpy(), "lapsed": d["lapsed"].to_numpy()})
+        fit = _fit(
+            d,
+            {"certified": d["is_certified"].to_numpy(), "lapsed": d["lapsed"].to_numpy()},
+            dof_for=("certified",),
+        )
     except FitError as exc:
         return e.not_estimable(f"the model could not be fitted: {exc}")
     e.estimate, e.ci_low, e.ci_high = fit.ratio("certified")
