@@ -1001,6 +1001,24 @@ def test_cr2_computes_the_df_of_the_named_slopes_only():
         named.dof_of("z")
 
 
+def test_cr2_falls_back_to_cr1_with_a_note_for_an_engineer_of_too_many_rows():
+    """One engineer with more rows than CR2's guard allows: the fit is CR1 (the same
+    covariance as without CR2) and its notes say why, instead of a block too large to adjust."""
+    from pipelines.lib.effects import cr2
+
+    rng = np.random.default_rng(3)
+    busy = cr2.MAX_CLUSTER_ROWS + 1
+    pid = np.r_[np.zeros(busy, dtype=int), np.repeat(np.arange(1, 41), 6)]
+    t = np.r_[np.arange(busy) % 12, np.tile(np.arange(6), 40)]
+    x = (t >= 3).astype(float)[:, None] * (pid % 2 == 0)[:, None]
+    y = 0.2 * x[:, 0] + rng.normal(size=len(pid))
+    args = (y, x, [pid, t], pid, ["certified"])
+    fit = stats.fe_ols(*args, small_sample="cr2")
+    np.testing.assert_allclose(fit.cov, stats.fe_ols(*args).cov, rtol=1e-12)
+    assert fit.dofs is None
+    assert any(f"more than {cr2.MAX_CLUSTER_ROWS:,} rows" in n for n in fit.notes)
+
+
 def test_a_control_the_absorbed_effects_explain_is_dropped_not_fatal():
     """A control equal to a month indicator (as a level dummy can be in a small company) adds
     nothing once month effects are in: the fit drops it and the slopes stay the same."""

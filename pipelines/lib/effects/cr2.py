@@ -22,16 +22,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# cost guard: sum of n_g^3, the work of one eigendecomposition per cluster. Most clusters now
-# take the series (``cr2``), whose work grows with n_g^2; the guard stays where it was set, so
-# a panel above it (the resolve times at 1,000,000 employees) still gets CR1 and a note.
-MAX_WORK = 4e9
+# cost guards: a cluster of more rows than this would need an n x n block (and perhaps an
+# eigendecomposition) of its own; at this total of n_g^2 the hat blocks alone take about half
+# a minute
+MAX_CLUSTER_ROWS = 2_000
+MAX_WORK = 1e9
 
 
 def feasible(groups) -> bool:
-    """Whether sum n_g^3 over the clusters stays within ``MAX_WORK``."""
+    """Whether every cluster has at most ``MAX_CLUSTER_ROWS`` rows and sum n_g^2 stays
+    within ``MAX_WORK`` (the hat blocks' work is n_g^2 x columns; most clusters then take the
+    series, whose work also grows with n_g^2)."""
     sizes = np.bincount(pd.factorize(groups)[0]).astype(float)
-    return float((sizes**3).sum()) <= MAX_WORK
+    if not len(sizes):
+        return True
+    return float(sizes.max()) <= MAX_CLUSTER_ROWS and float((sizes**2).sum()) <= MAX_WORK
 
 
 # rows per batch of equal-sized clusters (bounds the stacked cluster blocks' memory)

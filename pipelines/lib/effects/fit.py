@@ -429,7 +429,10 @@ def fe_ols(y, x, codes, groups, names, small_sample: str = "cr1", dof_for=None) 
     if small_sample != "cr2":
         return fit
     if not cr2.feasible(groups):
-        fit.notes.append("CR1 instead of CR2: clusters too large for CR2's adjustment")
+        fit.notes.append(
+            f"CR1 instead of CR2: an engineer with more than {cr2.MAX_CLUSTER_ROWS:,} rows, or "
+            "too many rows in all, for CR2's adjustment"
+        )
         return fit
     # CR2 takes each cluster's demeaned rows from `within`, a batch at a time
     wanted = None if dof_for is None else [i for i, n in enumerate(fit.names) if n in dof_for]
