@@ -1019,6 +1019,19 @@ def test_cr2_falls_back_to_cr1_with_a_note_for_an_engineer_of_too_many_rows():
     assert any(f"more than {cr2.MAX_CLUSTER_ROWS:,} rows" in n for n in fit.notes)
 
 
+def test_cr1_factor_counts_absorbed_effects_only_where_they_are_not_nested_in_the_clusters():
+    """G/(G-1) (N-1)/(N-K) with K the slopes, plus the levels - 1 of an absorbed factor that
+    spans clusters (months, with engineer clusters); engineer effects, nested in engineer
+    clusters, add nothing (fixest's convention)."""
+    rng, pid, t, x, frailty = _panel(6, people=50, months=12)
+    y = x @ [0.3, -0.2] + np.log(frailty) + rng.normal(size=len(pid))
+    n, g, months = len(y), 50, 12
+    by_month = stats.fe_ols(y, x, [t], pid, ["certified", "z"])
+    assert by_month.factor == pytest.approx(g / (g - 1) * (n - 1) / (n - 2 - (months - 1)))
+    by_engineer = stats.fe_ols(y, x, [pid], pid, ["certified", "z"])
+    assert by_engineer.factor == pytest.approx(g / (g - 1) * (n - 1) / (n - 2))
+
+
 def test_a_control_the_absorbed_effects_explain_is_dropped_not_fatal():
     """A control equal to a month indicator (as a level dummy can be in a small company) adds
     nothing once month effects are in: the fit drops it and the slopes stay the same."""

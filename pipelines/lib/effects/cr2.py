@@ -105,13 +105,10 @@ def cr2(
         # the vectors A_g is applied to: the residuals, then Xd_g B e_j for each wanted j
         v = np.concatenate([resid[rows][:, :, None], x_g @ b_wanted], axis=2)
         av = np.empty_like(v)
-        small = (
-            np.trace(hat, axis1=1, axis2=2) <= SERIES_LEVERAGE
-            if series
-            else np.zeros(len(ids), dtype=bool)
-        )
+        trace = np.trace(hat, axis1=1, axis2=2)  # bounds each block's largest eigenvalue
+        small = trace <= SERIES_LEVERAGE if series else np.zeros(len(ids), dtype=bool)
         if small.any():
-            av[small] = _series(hat[small], v[small])
+            av[small] = _series(hat[small], v[small], float(trace[small].max()))
         if not small.all():
             big = ~small
             lev = absorbed[rows[big]]
@@ -135,21 +132,21 @@ def cr2(
 SERIES_LEVERAGE = 0.25
 
 
-def nested(absorbed: np.ndarray, clusters: np.ndarray) -> bool:
-    """Whether every level of the absorbed factor lies in one cluster."""
-    if not len(absorbed):
+def nested(factor: np.ndarray, clusters: np.ndarray) -> bool:
+    """Whether every level of ``factor`` (integer codes) lies in one cluster (``clusters``:
+    codes 0..G-1)."""
+    if not len(factor):
         return True
-    pairs = np.unique(np.asarray(absorbed, dtype=np.int64) * (int(clusters.max()) + 1) + clusters)
-    return len(pairs) == len(np.unique(absorbed))
+    pairs = np.unique(np.asarray(factor, dtype=np.int64) * (int(clusters.max()) + 1) + clusters)
+    return len(pairs) == len(np.unique(factor))
 
 
-def _series(hat: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _series(hat: np.ndarray, v: np.ndarray, rho: float) -> np.ndarray:
     """(P - H)^(-1/2) v for stacked clusters, P the projection off the absorbed levels' means
-    and H = ``hat`` inside its range with trace at most ``SERIES_LEVERAGE``, for v in P's range
-    (the residuals and the demeaned columns sum to zero over each level, so P v = v):
-    v + sum_m c_m H^m v, the terms added until the bound of the rest, rho^(m+1) / (1 - rho)
-    with rho the largest trace, is below 1e-15."""
-    rho = float(np.trace(hat, axis1=1, axis2=2).max())
+    and H = ``hat`` inside its range, for v in P's range (the residuals and the demeaned
+    columns sum to zero over each level, so P v = v): v + sum_m c_m H^m v, the terms added
+    until the bound of the rest, rho^(m+1) / (1 - rho), is below 1e-15; ``rho`` (below 1)
+    bounds every block's largest eigenvalue (their largest trace)."""
     out = v
     term = v
     c = 1.0

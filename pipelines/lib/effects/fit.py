@@ -176,13 +176,8 @@ def _clustered(within: Within, score, bread, codes, groups) -> tuple[np.ndarray,
 
 def _nested_fe(codes: list[np.ndarray], groups: np.ndarray) -> int:
     """Fixed effects not nested in the clusters count as parameters (as fixest counts them)."""
-    count = 0
-    g = pd.factorize(groups)[0].astype(np.int64)
-    for c in codes:
-        per_level = np.unique(c.astype(np.int64) * (int(g.max()) + 1) + g)
-        if len(per_level) > len(np.unique(c)):  # a level spans several clusters
-            count += len(np.unique(c)) - 1
-    return count
+    g = pd.factorize(groups)[0]
+    return sum(len(np.unique(c)) - 1 for c in codes if not cr2.nested(c, g))
 
 
 def _inverse(xtwx: np.ndarray) -> np.ndarray:
