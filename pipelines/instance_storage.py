@@ -46,7 +46,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines_lock = threading.Lock()
         super().__init__(base_dir, inst_data)
 
-    def _engine(self, shard: str) -> Engine:
+    def engine_for(self, shard: str) -> Engine:
         with self._engines_lock:
             engine = self._engines.pop(shard, None)
             if engine is None:
@@ -74,7 +74,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
     def _connect(self, shard: str) -> Iterator[Connection]:  # type: ignore[override]
         # Dagster's `_connect`, with the engine kept instead of created and disposed each time
         with self._db_lock:
-            engine = self._engine(shard)
+            engine = self.engine_for(shard)
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)

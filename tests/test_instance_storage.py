@@ -95,13 +95,13 @@ def test_its_files_read_with_dagsters_own_storage_and_back(home):
 def test_only_the_files_used_last_stay_open(tmp_path):
     storage = instance_storage.OpenSqliteEventLogStorage(str(tmp_path))
     shards = [f"run{i}" for i in range(instance_storage.MAX_OPEN_FILES + 4)]
-    first = storage._engine(shards[0])
+    first = storage.engine_for(shards[0])
     for shard in shards[1:]:
-        storage._engine(shard)
-    storage._engine(shards[5])  # used again: now the most recent
+        storage.engine_for(shard)
+    storage.engine_for(shards[5])  # used again: now the most recent
     # the 16 used last, least recent first: run0-run3 were closed
     assert list(storage._engines) == [shards[4], *shards[6:], shards[5]]
-    assert storage._engine(shards[0]) is not first  # opened anew, and run4 closed
+    assert storage.engine_for(shards[0]) is not first  # opened anew, and run4 closed
     assert list(storage._engines)[0] == shards[6]
     storage.dispose()
     assert not storage._engines
