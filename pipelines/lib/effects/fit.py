@@ -489,7 +489,7 @@ def starting_means(
     mu = np.exp(offset).astype(float)
     for _ in range(rounds):
         for c in codes:
-            c = c if c.min() >= 0 else pd.factorize(c)[0]  # non-negative codes for bincount
+            c = pd.factorize(c)[0] if c.size and c.min() < 0 else c  # bincount: codes >= 0
             expected = np.bincount(c, weights=mu)
             observed = np.bincount(c, weights=y, minlength=len(expected))
             mu = mu * (observed / np.where(expected > 0, expected, 1.0))[c]
