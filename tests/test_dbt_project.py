@@ -102,15 +102,24 @@ def test_staging_sql_never_selects_names_or_salaries():
 
 
 def test_names_are_only_read_inside_a_pseudonym():
-    """The name link tables use names only as the argument of pseudonym(normalised_name(...))."""
+    """The name link tables read a name only to normalise it, and a normalised name leaves its
+    model only as pseudonym(...): inline, or as the column `name_normalised` (person_names
+    counts the people of each name before it pseudonymises the far fewer names), which the
+    model's final select reads only inside a pseudonym."""
     for name in NAME_LINKS:
         text = (DBT_PROJECT_DIR / "models" / "staging" / name).read_text()
         for column in ("first_name", "last_name", "responder_name"):
             for line in text.splitlines():
-                if column in line and not line.strip().startswith(
-                    ("--", "where", "{{ current_rows(")
-                ):
-                    assert "pseudonym({{ normalised_name(" in line, f"{name}: {line.strip()}"
+                line = line.strip()
+                if column in line and not line.startswith(("--", "where", "{{ current_rows(")):
+                    assert "pseudonym({{ normalised_name(" in line or (
+                        line.startswith("{{ normalised_name(")
+                        and line.endswith(" as name_normalised")
+                    ), f"{name}: {line}"
+        if "name_normalised" in text:
+            assert text.rstrip().endswith("select * from final"), name
+            final = text[text.index("final as (") :].replace("pseudonym(name_normalised)", "")
+            assert "name_normalised" not in final, f"{name}: the final select reads a name"
 
 
 def _exact_macros():
@@ -366,3 +375,103 @@ def test_talent_dbt_answers_version_as_dbt_does_and_runs_dbt_otherwise():
     assert found([DBT_EXECUTABLE, "--version"]) == found([str(plain), "--version"])
     ran = subprocess.run([DBT_EXECUTABLE, "list", "--help"], capture_output=True, text=True)
     assert ran.returncode == 0 and "--resource-type" in ran.stdout
+
+
+def _suppression_macro():
+    import types
+
+    import jinja2
+
+    def refuse(message):
+        raise AssertionError(message)
+
+    source = (DBT_PROJECT_DIR / "macros" / "suppression.sql").read_text()
+    return (
+        jinja2.Environment()
+        .from_string(
+            source,
+            globals={
+                "var": lambda name: {"min_group_size": 5}[name],
+                "target": types.SimpleNamespace(type="duckdb"),
+                "exceptions": types.SimpleNamespace(raise_compiler_error=refuse),
+            },
+        )
+        .module
+    )
+
+
+def _suppressed_by_hand(rows, lines, rounds=2, k=5):
+    """suppress_small_groups' rule written out row by row: hidden when 1..k-1 people or
+    unknown; then, `rounds` times over every line in turn, each line with exactly one hidden
+    row hides its smallest shown non-empty row (ties by the order of the key columns), all
+    lines of a pass judged on the rows hidden before it. The reason: the first that hid it."""
+    size = [r["n"] or 0 for r in rows]
+    hidden = [r["n"] is None or 1 <= r["n"] <= k - 1 for r in rows]
+    reason = [f"fewer than {k} people" if h else None for h in hidden]
+    for _ in range(rounds):
+        for line in lines:
+            members = {}
+            for i, r in enumerate(rows):
+                members.setdefault(tuple(r[c] for c in line), []).append(i)
+            picked = []
+            for ids in members.values():
+                if sum(hidden[i] for i in ids) == 1:
+                    shown = [i for i in ids if not hidden[i] and size[i] > 0]
+                    if shown:
+                        picked.append(
+                            min(shown, key=lambda i: (size[i], rows[i]["a"], rows[i]["b"]))
+                        )
+            for i in picked:
+                hidden[i] = True
+                reason[i] = (
+                    f"complementary: the line ({', '.join(line)}) would give a hidden row "
+                    "back by subtraction"
+                )
+    return hidden, reason
+
+
+def test_small_group_suppression_follows_its_rule_row_by_row():
+    """The SQL of `suppress_small_groups` (one window a pass, the reasons written at the end)
+    against the rule written out in Python, on random two-way tables with empty and unknown
+    cells and many ties."""
+    import random
+
+    macro = _suppression_macro()
+    sql = macro.suppress_small_groups(
+        "cells",
+        size="n",
+        measures=["n", "m"],
+        lines=["a", "b"],
+        order_by="a, b",
+        keep=["a", "b"],
+    )
+    rng = random.Random(7)
+    con = duckdb.connect()
+    complements = 0
+    for _ in range(60):
+        rows = [
+            {"a": a, "b": b, "n": rng.choice([None, 0, 1, 2, 3, 4, 5, 5, 6, 7, 9, 12, 30])}
+            for a in range(rng.randint(1, 5))
+            for b in range(rng.randint(1, 5))
+            if rng.random() < 0.9
+        ]
+        if not rows:
+            continue
+        con.execute("create or replace table cells (a integer, b integer, n integer, m double)")
+        con.executemany(
+            "insert into cells values (?, ?, ?, ?)",
+            [(r["a"], r["b"], r["n"], None if r["n"] is None else r["n"] / 2) for r in rows],
+        )
+        got = {
+            (a, b): (n, m, hidden, why)
+            for a, b, n, m, hidden, why in con.execute(
+                f"select a, b, n, m, suppressed, suppression_reason from ({sql})"
+            ).fetchall()
+        }
+        hidden, reason = _suppressed_by_hand(rows, [["a"], ["b"]])
+        for r, h, why in zip(rows, hidden, reason, strict=True):
+            n = None if h else r["n"]
+            m = None if h or r["n"] is None else r["n"] / 2
+            assert got[(r["a"], r["b"])] == (n, m, h, why), (rows, r)
+        complements += sum(w is not None and w.startswith("complementary") for w in reason)
+    assert complements > 20  # the tables exercise complementary suppression, not only the primary

@@ -5,16 +5,16 @@
 -- counts that day) and the annual salary of the job record in force that day. The salary is
 -- read from the raw job history here and nowhere else (staging leaves it behind); only these
 -- aggregates leave this model. Quarters whose end lies after the as-of date are left out.
-with jobs as (
-    {{ current_rows('job_history', ['employee_id', 'effective_date']) }}
-),
-
-pay as (
+-- The current job records are staging's (stg_hris__job_history, pseudonymised once there); the
+-- salary of each is read from the raw row it comes from, found by its delivery and line.
+with pay as (
     select
-        pseudonym(employee_id) as person_key,
-        effective_date,
-        annual_salary_usd
-    from jobs
+        j.person_key,
+        j.effective_date,
+        r.annual_salary_usd
+    from {{ ref('stg_hris__job_history') }} as j
+    inner join {{ source('raw', 'job_history') }} as r
+        on r._file_id = j._file_id and r._line = j._line
 ),
 
 history as (

@@ -17,8 +17,9 @@ renamed as (
         lower(trim(termination_type)) as termination_type,
         lower(trim(termination_reason)) as termination_reason,
         regrettable,
-        -- the delivery the row comes from (raw.manifest.file_id)
-        _file_id
+        -- the delivery and the line the row comes from (raw.manifest.file_id, raw line)
+        _file_id,
+        _line
     from source
 )
 

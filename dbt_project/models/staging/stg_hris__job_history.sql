@@ -22,8 +22,9 @@ renamed as (
         lower(trim(employment_type)) as employment_type,
         fte,
         lower(trim(change_reason)) as change_reason,
-        -- the delivery the row comes from (raw.manifest.file_id)
-        _file_id
+        -- the delivery and the line the row comes from (raw.manifest.file_id, raw line)
+        _file_id,
+        _line
     from source
 )
 
