@@ -184,6 +184,38 @@ def test_full_months_between_counts_as_duckdb_date_sub_does():
     assert con.execute("select count(*) from pairs").fetchone()[0] > 10_000
 
 
+def test_the_value_at_the_latest_row_is_null_when_it_is_null_there():
+    """value_at_max: DuckDB's spelling and PostgreSQL's (an ordered array_agg, which DuckDB runs
+    too) give the value on the row with the largest key, NULL when it is NULL there, on random
+    groups with NULL values. DuckDB's plain arg_max would give an earlier row's value."""
+    import random
+
+    macros = _portable_macros()
+    spellings = {
+        "duckdb": str(macros.default__value_at_max("v", "k")),
+        "postgres": str(macros.postgres__value_at_max("v", "k")),
+    }
+    rng = random.Random(5)
+    rows = [
+        (g, k, rng.choice([None, "a", "b", "c"]))
+        for g in range(300)
+        for k in rng.sample(range(20), rng.randint(1, 6))
+    ]
+    con = duckdb.connect()
+    con.execute("create table t (g integer, k integer, v varchar)")
+    con.executemany("insert into t values (?, ?, ?)", rows)
+    latest = {}
+    for g, k, v in rows:
+        if g not in latest or k > latest[g][0]:
+            latest[g] = (k, v)
+    for target, sql in spellings.items():
+        got = dict(con.execute(f"select g, {sql} from t group by g").fetchall())
+        assert got == {g: v for g, (_, v) in latest.items()}, target
+    assert sum(v is None for _, v in latest.values()) > 20  # NULL at the latest row, often
+    plain = dict(con.execute("select g, arg_max(v, k) from t group by g").fetchall())
+    assert plain != {g: v for g, (_, v) in latest.items()}  # the problem is real
+
+
 def test_a_dsn_naming_a_password_or_a_missing_setting_is_refused_before_anything_runs(tmp_path):
     for flags, message in (
         (["--publish-dsn", "postgresql://talent:secret@127.0.0.1:5432/talent"], "PGPASSWORD"),

@@ -90,9 +90,13 @@
 {% macro default__any_value_of(value) %}any_value({{ value }}){% endmacro %}
 {% macro postgres__any_value_of(value) %}min({{ value }}){% endmacro %}
 
-{#- The value of `value` on the row with the largest `order_by` (aggregate). -#}
+{#- The value of `value` on the row with the largest `order_by` (aggregate), NULL when it is NULL
+    there: int_engineer_months takes a person's attributes on the last in-scope day of the
+    month, and an attribute missing that day is unknown, not the one of an earlier interval.
+    DuckDB's arg_max skips rows whose value is NULL; arg_max_null does not, as PostgreSQL's
+    ordered array_agg and Spark's max_by do not (tests/test_targets.py). -#}
 {% macro value_at_max(value, order_by) %}{{ return(adapter.dispatch('value_at_max', 'talent_metrics')(value, order_by)) }}{% endmacro %}
-{% macro default__value_at_max(value, order_by) %}arg_max({{ value }}, {{ order_by }}){% endmacro %}
+{% macro default__value_at_max(value, order_by) %}arg_max_null({{ value }}, {{ order_by }}){% endmacro %}
 {% macro postgres__value_at_max(value, order_by) %}(array_agg({{ value }} order by {{ order_by }} desc nulls last))[1]{% endmacro %}
 {% macro spark__value_at_max(value, order_by) %}max_by({{ value }}, {{ order_by }}){% endmacro %}
 
