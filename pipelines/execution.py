@@ -44,6 +44,8 @@ class RunOutcome:
     # assets whose code and inputs had not changed: kept as computed by an earlier run
     # (asset -> that run)
     kept: dict[str, str] = field(default_factory=dict)
+    # steps that computed, each with why (`versions.COMPUTED_BECAUSE`: the first changes)
+    because: dict[str, str] = field(default_factory=dict)
     # checks not evaluated in this run because their asset was kept or unchanged: check -> the
     # run whose evaluation stands
     checks_kept: dict[str, str] = field(default_factory=dict)
@@ -125,6 +127,11 @@ class RunOutcome:
             f"{len(computed)} assets computed ({marts} marts) in "
             f"{self.wall_seconds:.0f} s, run {self.run_id}"
         )
+        if self.because and set(self.because.values()) == {"never computed"}:
+            lines.append("Computed because: never computed before (a new warehouse)")
+        elif self.because:
+            lines.append("Computed because:")
+            lines += [f"  {step}: {_short(why, 200)}" for step, why in self.because.items()]
         if self.kept:
             layers: dict[str, int] = {}
             for key in self.kept:
@@ -185,7 +192,7 @@ def instance_for(settings: Settings):
 def _outcome(result, instance) -> RunOutcome:
     import dagster as dg
 
-    from pipelines.defs.versions import KEPT_FROM_RUN
+    from pipelines.defs.versions import COMPUTED_BECAUSE, KEPT_FROM_RUN
 
     out = RunOutcome(success=result.success, run_id=result.run_id)
     for event in result.all_events:
@@ -202,6 +209,8 @@ def _outcome(result, instance) -> RunOutcome:
             values = {k: getattr(v, "value", v) for k, v in meta.items()}
             if values.get(KEPT_FROM_RUN) is not None:
                 out.kept[key.to_user_string()] = str(values[KEPT_FROM_RUN])
+            if values.get(COMPUTED_BECAUSE):
+                out.because.setdefault(event.step_key or "?", str(values[COMPUTED_BECAUSE]))
             if key.path[0] == "raw":
                 out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -378,6 +387,7 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "wall_seconds": outcome.wall_seconds,
         "step_seconds": outcome.step_seconds,
         "kept": outcome.kept,
+        "computed_because": outcome.because,
         "checks_kept": outcome.checks_kept,
         "checks_without_result": outcome.no_result,
         "failures": [vars(f) for f in outcome.failures],

@@ -71,7 +71,8 @@ def runs(bench_run, tmp_path_factory) -> dict:
     sources, wa = work / "sources", work / "warehouse"
     day = json.loads((work / "params.json").read_text())["end_date"]
     wb = tmp_path_factory.mktemp("incremental") / "B"
-    b_run_id = talent_run_recorded(sources, wb, work)["run_id"]
+    b_first = talent_run_recorded(sources, wb, work)
+    b_run_id = b_first["run_id"]
     b_full = mart_fingerprints(wb / "talent.duckdb")
     b_staging = mart_fingerprints(wb / "build" / "talent.duckdb", "staging")
     no_change = talent_run_recorded(sources, wb, work)
@@ -91,6 +92,7 @@ def runs(bench_run, tmp_path_factory) -> dict:
         "b": b_full,
         "b_again": mart_fingerprints(wb / "talent.duckdb"),
         "no_change": no_change,
+        "b_first": b_first,
         "b_run_id": b_run_id,
     }
 
@@ -150,6 +152,24 @@ def test_nightly_without_new_files_leaves_the_marts_identical(runs):
     assert "will proceed without gating" not in runs["no_change"]["output"]
     assert "gave no result" not in runs["no_change"]["output"]
     assert "Kept " in runs["no_change"]["output"]
+    # and no step says why it computed: none did (the ingestion steps always look at the files)
+    assert runs["no_change"]["computed_because"] == {}
+    assert "Computed because" not in runs["no_change"]["output"]
+
+
+def test_the_summary_says_why_each_step_computed(runs):
+    """The run record and summary name, per step that computed, what changed: a first run
+    computes what was never computed; the one-day nightly rebuilds dbt for the new raw data."""
+    first = runs["b_first"]
+    assert set(first["computed_because"].values()) == {"never computed"}
+    assert {"warehouse_dbt", "certification_statistics", "warehouse__published"} <= set(
+        first["computed_because"]
+    )
+    assert "Computed because: never computed before" in first["output"]
+    nightly = runs["a_nightly"]["computed_because"]
+    assert nightly["warehouse_dbt"].startswith("new data in raw/"), nightly
+    # the statistics kept their estimates (below), so they say nothing
+    assert "certification_statistics" not in nightly
 
 
 def test_a_day_of_the_month_in_progress_keeps_the_statistics(runs):

@@ -307,3 +307,34 @@ def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(
         "from an earlier one; warehouse_dbt went ahead without it. Its step's messages are in "
         "the full log."
     ]
+
+
+def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
+    """`because()` groups the changes: each with the first two assets it concerns and how many
+    more, at most three changes; a step whose assets were all never computed says just that."""
+    from pipelines.execution import RunOutcome
+
+    def step(changes: dict[str, tuple[str, ...]]) -> versions.StepVerdict:
+        return versions.StepVerdict(
+            {dg.AssetKey(k): versions.Verdict(dg.AssetKey(k), c) for k, c in changes.items()}
+        )
+
+    code = "code or settings changed"
+    assert step({"m/a": (code,), "m/b": (code,), "m/c": (code,)}).because() == {
+        versions.COMPUTED_BECAUSE: f"{code}: m/a, m/b (and 1 more)"
+    }
+    assert step(
+        {"m/a": ("new data in raw/x",), "m/b": (), "m/c": (code, "its table is missing")}
+    ).because() == {
+        versions.COMPUTED_BECAUSE: f"new data in raw/x: m/a; {code}: m/c; its table is missing: m/c"
+    }
+    many = step({f"m/{i}": (f"new data in raw/{i}",) for i in range(5)}).because()
+    assert many[versions.COMPUTED_BECAUSE].endswith("new data in raw/2: m/2 (and 2 more reasons)")
+    assert step({"m/a": ("never computed",), "m/b": ("never computed",)}).because() == {
+        versions.COMPUTED_BECAUSE: "never computed"
+    }
+    # the summary: one line per step, or one line when nothing was computed before
+    text = RunOutcome(success=True, because={"warehouse_dbt": f"{code}: m/a"}).describe()
+    assert f"Computed because:\n  warehouse_dbt: {code}: m/a" in text
+    fresh = RunOutcome(success=True, because=dict.fromkeys(("a", "b"), "never computed"))
+    assert "Computed because: never computed before (a new warehouse)" in fresh.describe()

@@ -265,6 +265,7 @@ def run_pipeline(
         raise SystemExit(f"benchmark run failed (exit {rc}); see {log}:\n{tail}")
     phases = dict.fromkeys(PHASES, 0.0)
     kept: dict[str, str] = {}
+    because: dict[str, str] = {}
     for name in (
         ("last_nightly.json", "last_quarterly_report.json") if report else ("last_nightly.json",)
     ):
@@ -274,6 +275,7 @@ def run_pipeline(
             for step, seconds in record["step_seconds"].items():
                 phases[phase_of(step)] += seconds
             kept.update(record.get("kept", {}))
+            because.update(record.get("computed_because", {}))
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
@@ -286,6 +288,8 @@ def run_pipeline(
         "steps": sampler.steps(),
         # assets whose code and inputs had not changed: kept as an earlier run computed them
         "kept": kept,
+        # the steps that computed, each with why (`versions.StepVerdict.because`)
+        "computed_because": because,
     }
 
 

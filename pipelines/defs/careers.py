@@ -169,7 +169,9 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
             _write(con, name, frames[name])
     for name, key in MART_KEYS.items():
         context.log.info(f"marts.{name}: {len(frames[name])} rows")
-        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(name, frames[name]))
+        yield dg.MaterializeResult(
+            asset_key=key, metadata={**_metadata(name, frames[name]), **verdict.because()}
+        )
 
 
 def _read_episodes(con, table: str):
@@ -222,4 +224,6 @@ def programme_costs(context: dg.AssetExecutionContext, talent: TalentResource):
     with db.connect(s.build_db) as con:
         _write(con, "programme_costs", frame)
     context.log.info(f"marts.programme_costs: {len(frame)} rows")
-    yield dg.MaterializeResult(metadata=_metadata("programme_costs", frame))
+    yield dg.MaterializeResult(
+        metadata={**_metadata("programme_costs", frame), **verdict.because()}
+    )

@@ -172,7 +172,9 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
             yield from events
             raise
         targets.collect_build(s)  # TARGETS: what dbt built there, back into the build file
-    yield from with_content_versions(context, events, s.build_db, content_versioned(build.manifest))
+    yield from annotated_outputs(
+        context, events, s.build_db, content_versioned(build.manifest), verdict.because()
+    )
 
 
 def needs_full_refresh(verdict: versions.StepVerdict) -> bool:
@@ -190,9 +192,15 @@ def target_dir(s: Settings) -> Path:
     return s.build_db.parent / TARGET_DIR
 
 
-def with_content_versions(context, events, build_db: Path, tables: Mapping[dg.AssetKey, str]):
+def annotated_outputs(
+    context,
+    events,
+    build_db: Path,
+    tables: Mapping[dg.AssetKey, str],
+    because: Mapping[str, str],
+):
     """The build's events, each content-versioned model's output with the hash of its content
-    as its data version."""
+    as its data version, and every output with `because` (why the build ran) in its metadata."""
     outputs = {
         context.assets_def.get_output_name_for_asset_key(key): table
         for key, table in tables.items()
@@ -207,7 +215,8 @@ def with_content_versions(context, events, build_db: Path, tables: Mapping[dg.As
                 for name in built
             }
     for event in events:
-        if isinstance(event, dg.Output) and event.output_name in content:
+        if isinstance(event, dg.Output):
+            version = content.get(event.output_name)
             with warnings.catch_warnings():
                 # Dagster marks `data_version` beta; said once per model on every build, the
                 # warning would reach the operator's terminal (upgrades are pinned and tested)
@@ -215,8 +224,8 @@ def with_content_versions(context, events, build_db: Path, tables: Mapping[dg.As
                 event = dg.Output(
                     value=event.value,
                     output_name=event.output_name,
-                    metadata=event.metadata,
-                    data_version=dg.DataVersion(content[event.output_name]),
+                    metadata={**event.metadata, **because},
+                    data_version=dg.DataVersion(version) if version else event.data_version,
                 )
         yield event
 
@@ -278,7 +287,10 @@ def dbt_docs(context: dg.AssetExecutionContext, talent: TalentResource):
     copied = generate_docs(s)
     context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
     yield dg.MaterializeResult(
-        metadata={"path": dg.MetadataValue.path(str(s.docs_dir / "index.html"))}
+        metadata={
+            "path": dg.MetadataValue.path(str(s.docs_dir / "index.html")),
+            **verdict.because(),
+        }
     )
 
 

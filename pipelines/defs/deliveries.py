@@ -50,5 +50,6 @@ def source_deliveries(
             "dagster/row_count": len(EXPORTS),
             "exports_delivered": len(EXPORTS) - len(missing),
             "exports_missing": dg.MetadataValue.json(missing),
+            **verdict.because(),
         }
     )

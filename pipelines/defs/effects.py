@@ -137,6 +137,7 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         metadata={
             **effect_metadata(effects),
             "complete_months_through": str(through.date()) if through else None,
+            **verdict.because(),
         },
     )
     yield dg.MaterializeResult(
@@ -144,6 +145,7 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         metadata={
             "dagster/row_count": len(study),
             "estimated_months": int(study["estimate"].notna().sum()),
+            **verdict.because(),
         },
     )
 

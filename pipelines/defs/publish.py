@@ -82,6 +82,7 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
             "rows_by_table": dg.MetadataValue.json(result.tables),
             "published_at": result.published_at,
             **({"postgres": result.postgres} if result.postgres else {}),
+            **verdict.because(),
         }
     )
 

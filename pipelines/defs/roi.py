@@ -80,4 +80,4 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
             last = years.row(-1, named=True) if years.height else {}
             if last.get("net_roi") is not None:
                 meta["last_year_net_roi"] = dg.MetadataValue.float(float(last["net_roi"]))
-        yield dg.MaterializeResult(asset_key=key, metadata=meta)
+        yield dg.MaterializeResult(asset_key=key, metadata={**meta, **verdict.because()})

@@ -43,8 +43,11 @@ from pipelines.lib.settings import Settings
 DATA_VERSION_TAG = "dagster/data_version"
 # Metadata of a kept materialisation: the run whose computation it keeps.
 KEPT_FROM_RUN = "kept_from_run"
+# metadata of what a step computed: why it did (`StepVerdict.because`), beside `kept_from_run`
+COMPUTED_BECAUSE = "computed_because"
 # How a verdict names an upstream whose data moved on (what lets dbt build incrementally).
 NEW_DATA = "new data in "
+NEVER_COMPUTED = "never computed"
 # Metadata of every check result: the asset's data version the check evaluated.
 CHECKED_DATA_VERSION = "checked_data_version"
 
@@ -229,6 +232,25 @@ class StepVerdict:
         more = f" (and {len(items) - limit} more)" if len(items) > limit else ""
         return "; ".join(items[:limit]) + more
 
+    def because(self) -> dict[str, str]:
+        """Metadata for each output of a step that computes: why it does, each change with the
+        first assets it concerns ("code or settings changed: marts/a, marts/b (and 3 more)"),
+        or "never computed" when none of them was computed before. The UI shows it with the
+        materialisation; the run summary and record name it per step."""
+        by_change: dict[str, list[str]] = {}
+        for v in self.verdicts.values():
+            for change in v.changes:
+                by_change.setdefault(change, []).append(v.key.to_user_string())
+        if set(by_change) == {NEVER_COMPUTED}:
+            return {COMPUTED_BECAUSE: NEVER_COMPUTED}
+        parts = [
+            f"{change}: {', '.join(keys[:2])}"
+            + (f" (and {len(keys) - 2} more)" if keys[2:] else "")
+            for change, keys in by_change.items()
+        ]
+        more = f" (and {len(parts) - 3} more reasons)" if parts[3:] else ""
+        return {COMPUTED_BECAUSE: "; ".join(parts[:3]) + more}
+
     def computed_in(self) -> list[str]:
         return sorted({v.computed_in_run for v in self.verdicts.values() if v.computed_in_run})
 
@@ -255,7 +277,7 @@ def assess(
     for key in keys if keys is not None else context.selected_asset_keys:
         provenance = context.get_asset_provenance(key)
         if provenance is None:
-            verdicts[key] = Verdict(key, ("never computed",))
+            verdicts[key] = Verdict(key, (NEVER_COMPUTED,))
             continue
         changes = []
         if provenance.code_version != (code_versions.get(key) or provenance.code_version):
