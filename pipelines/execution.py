@@ -127,7 +127,9 @@ class RunOutcome:
             f"{len(computed)} assets computed ({marts} marts) in "
             f"{self.wall_seconds:.0f} s, run {self.run_id}"
         )
-        if self.because and set(self.because.values()) == {"never computed"}:
+        from pipelines.defs.versions import NEVER_COMPUTED
+
+        if self.because and set(self.because.values()) == {NEVER_COMPUTED}:
             lines.append("Computed because: never computed before (a new warehouse)")
         elif self.because:
             lines.append("Computed because:")

@@ -310,7 +310,7 @@ def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(
 
 
 def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
-    """`because()` groups the changes: each with the first two assets it concerns and how many
+    """`reasons()` (the log line; `because()`, the outputs' metadata) groups the changes: each with the first two assets it concerns and how many
     more, at most three changes; a step whose assets were all never computed says just that."""
     from pipelines.execution import RunOutcome
 

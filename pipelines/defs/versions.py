@@ -221,35 +221,28 @@ class StepVerdict:
     def kept(self) -> bool:
         return bool(self.verdicts) and all(v.kept for v in self.verdicts.values())
 
-    def reasons(self, limit: int = 4) -> str:
-        """Why the step computes: the first few changes, e.g. 'marts/attrition: new data in
-        raw/employees'."""
-        items = [
-            f"{v.key.to_user_string()}: {change}"
-            for v in self.verdicts.values()
-            for change in v.changes
-        ]
-        more = f" (and {len(items) - limit} more)" if len(items) > limit else ""
-        return "; ".join(items[:limit]) + more
-
-    def because(self) -> dict[str, str]:
-        """Metadata for each output of a step that computes: why it does, each change with the
-        first assets it concerns ("code or settings changed: marts/a, marts/b (and 3 more)"),
-        or "never computed" when none of them was computed before. The UI shows it with the
-        materialisation; the run summary and record name it per step."""
+    def reasons(self) -> str:
+        """Why the step computes: each change with the first assets it concerns, at most three
+        changes ("code or settings changed: marts/a, marts/b (and 3 more); new data in raw/x:
+        ..."), or "never computed" when none of them was computed before."""
         by_change: dict[str, list[str]] = {}
         for v in self.verdicts.values():
             for change in v.changes:
                 by_change.setdefault(change, []).append(v.key.to_user_string())
         if set(by_change) == {NEVER_COMPUTED}:
-            return {COMPUTED_BECAUSE: NEVER_COMPUTED}
+            return NEVER_COMPUTED
         parts = [
             f"{change}: {', '.join(keys[:2])}"
             + (f" (and {len(keys) - 2} more)" if keys[2:] else "")
             for change, keys in by_change.items()
         ]
         more = f" (and {len(parts) - 3} more reasons)" if parts[3:] else ""
-        return {COMPUTED_BECAUSE: "; ".join(parts[:3]) + more}
+        return "; ".join(parts[:3]) + more
+
+    def because(self) -> dict[str, str]:
+        """Metadata for each output of a step that computes: why it does (`reasons`). The UI
+        shows it with the materialisation; the run summary and record name it per step."""
+        return {COMPUTED_BECAUSE: self.reasons()}
 
     def computed_in(self) -> list[str]:
         return sorted({v.computed_in_run for v in self.verdicts.values() if v.computed_in_run})
