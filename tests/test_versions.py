@@ -310,8 +310,9 @@ def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(
 
 
 def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
-    """`reasons()` (the log line; `because()`, the outputs' metadata) groups the changes: each with the first two assets it concerns and how many
-    more, at most three changes; a step whose assets were all never computed says just that."""
+    """`reasons()` (the log line; `because()`, the outputs' metadata) groups the changes: each
+    with the first two assets it concerns and how many more, at most three changes; a step
+    whose assets were all never computed says just that."""
     from pipelines.execution import RunOutcome
 
     def step(changes: dict[str, tuple[str, ...]]) -> versions.StepVerdict:
@@ -330,6 +331,8 @@ def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
     }
     many = step({f"m/{i}": (f"new data in raw/{i}",) for i in range(5)}).because()
     assert many[versions.COMPUTED_BECAUSE].endswith("new data in raw/2: m/2 (and 2 more reasons)")
+    four = step({f"m/{i}": (f"new data in raw/{i}",) for i in range(4)}).reasons()
+    assert four.endswith("new data in raw/2: m/2 (and 1 more reasons)")
     assert step({"m/a": ("never computed",), "m/b": ("never computed",)}).because() == {
         versions.COMPUTED_BECAUSE: "never computed"
     }
