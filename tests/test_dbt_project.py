@@ -323,38 +323,56 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     }
 
 
-def test_a_stale_project_is_parsed_once_with_the_run_s_own_profile(tmp_path):
-    """The CLI parses a fresh checkout with the run's settings before the definitions load, so
-    the build reuses that parse instead of parsing the whole project a second time."""
+def test_every_fresh_warehouse_starts_from_the_project_s_one_parse(tmp_path):
+    """The CLI parses a stale checkout with the run's settings before the definitions load, and
+    each warehouse's target folder starts from that parse (`seed_parse`): the pipeline's
+    profile, paths relative to the warehouse, renders the same for every warehouse, so dbt
+    reuses the parse instead of parsing the whole project again. dbt itself decides: the same
+    parse with the warehouse's absolute paths is refused."""
     import shutil
     import subprocess
 
     from dagster_dbt import DbtProject
 
-    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, ensure_manifest, vars_args
-    from pipelines.lib.project_files import DBT_PROJECT_DIR
+    from pipelines.defs.dbt_cli import (
+        DBT_EXECUTABLE,
+        PARSE_FILE,
+        ensure_manifest,
+        seed_parse,
+        vars_args,
+    )
 
     copy = tmp_path / "dbt_project"
     shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs"))
     project = DbtProject(project_dir=copy, profiles_dir=copy)
     settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
     assert ensure_manifest(settings, project).exists()
-    assert (copy / "target" / "partial_parse.msgpack").exists()
+    assert (copy / "target" / PARSE_FILE).exists()
 
-    def parse(settings: Settings, **env: str) -> str:
-        """What a build does next: dbt with the build's profile and vars, in that target."""
+    def parse(settings: Settings, env: dict[str, str]) -> str:
+        """What a warehouse's first dbt command does: dbt with the build's profile and vars,
+        in that warehouse's target folder."""
+        settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
+        target = settings.warehouse_dir / "build" / "dbt-target"
+        assert seed_parse(target, project)
+        assert not seed_parse(target, project)  # a folder keeps its own parse
         return subprocess.run(
             [DBT_EXECUTABLE, "parse", *vars_args(settings), "--project-dir", str(copy)]
-            + ["--profiles-dir", str(copy), "--target-path", str(copy / "target")],
-            env={**os.environ, **settings.dbt_env(), **env},
+            + ["--profiles-dir", str(copy), "--target-path", str(target)],
+            env={**os.environ, **env},
             cwd=copy,
             capture_output=True,
             text=True,
             check=True,
         ).stdout
 
-    out = parse(settings)
-    assert "Unable to do partial parsing" not in out, out
+    for name in ("wh", "another", "a third"):
+        other = settings.replace(warehouse_dir=tmp_path / name)
+        out = parse(other, other.dbt_env(in_warehouse=True))
+        assert "Unable to do partial parsing" not in out, out
+    absolute = settings.replace(warehouse_dir=tmp_path / "absolute")
+    out = parse(absolute, absolute.dbt_env())
+    assert "Unable to do partial parsing because profile has changed" in out, out
 
 
 def test_talent_dbt_answers_version_as_dbt_does_and_runs_dbt_otherwise():

@@ -411,7 +411,7 @@ def dbt_rebuild_cpu_s(work: Path) -> float:
     On the bundled sample the models' SQL is a small part of it: the figure is what any rebuild
     of the project costs before the data counts (start-up, manifest, and dbt's own work for each
     of its models and tests), whatever the models do incrementally."""
-    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, build_args
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, build_args, seed_parse
     from pipelines.lib.settings import Settings
 
     env = child_env(work)
@@ -421,9 +421,7 @@ def dbt_rebuild_cpu_s(work: Path) -> float:
     target = work / "floor" / "dbt-target"
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    parse = DBT_PROJECT_DIR / "target" / "partial_parse.msgpack"
-    if parse.exists():
-        shutil.copy2(parse, target / parse.name)
+    seed_parse(target)
     cmd = [
         DBT_EXECUTABLE,
         *build_args(settings),
@@ -433,7 +431,11 @@ def dbt_rebuild_cpu_s(work: Path) -> float:
     ]
     cpu0 = _children_cpu()
     done = subprocess.run(
-        cmd, cwd=PROJECT_ROOT, env={**env, **settings.dbt_env()}, capture_output=True, text=True
+        cmd,
+        cwd=PROJECT_ROOT,
+        env={**env, **settings.dbt_env(in_warehouse=True)},
+        capture_output=True,
+        text=True,
     )
     cpu = _children_cpu() - cpu0
     if done.returncode != 0:

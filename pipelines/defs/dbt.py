@@ -31,6 +31,7 @@ from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's 
     ensure_manifest,
     manifest_is_stale,
     project_files,
+    seed_parse,
     vars_args,
 )
 from pipelines.defs.resources import TalentResource
@@ -156,7 +157,8 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
     )
     with dbt_output(context, s):
         targets.prepare_build(s)  # TARGETS: raw tables to PostgreSQL / Spark (lib/targets.py)
-        with dbt_environment(s.dbt_env()):
+        seed_parse(target_dir(s))
+        with dbt_environment(s.dbt_env(in_warehouse=True)):
             build = dbt.cli(
                 build_args(s, full_refresh=full_refresh),
                 context=context,
@@ -300,14 +302,15 @@ def generate_docs(s: Settings) -> list[Path]:
     `--no-compile --empty-catalog` document the parsed project without opening a database (the
     column descriptions come from the yml files, which document every column).
 
-    It runs in the warehouse's build target folder, with the build's profile and vars: the
-    parse it leaves there is the one the build reuses (partial parsing), so a fresh warehouse
-    parses the project once for both. Steps run one after another in the run's process, so the
-    two never share the folder at the same time."""
+    It runs as the build does (in the warehouse, with the build's profile, vars and target
+    folder), from the project's parse (`seed_parse`): the parse it leaves there is the one the
+    build reuses. Steps run one after another in the run's process, so the two never share the
+    folder at the same time."""
     import subprocess
 
     target = target_dir(s)
     target.mkdir(parents=True, exist_ok=True)
+    seed_parse(target)
     # `docs generate --no-compile` documents the manifest it finds in the target folder: the
     # project's own parse (`ensure_manifest`), never a build's older one
     shutil.copy2(dbt_project.manifest_path, target / "manifest.json")
@@ -315,7 +318,7 @@ def generate_docs(s: Settings) -> list[Path]:
     command += ["--target-path", str(target), "--project-dir", str(dbt_project.project_dir)]
     command += ["--profiles-dir", str(dbt_project.profiles_dir or dbt_project.project_dir)]
     command += vars_args(s)
-    env = {**os.environ, **s.dbt_env(), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    env = {**os.environ, **s.dbt_env(in_warehouse=True), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise dg.Failure(

@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -36,11 +37,10 @@ def build_args(settings: Settings, full_refresh: bool = True) -> list[str]:
 
 
 # dbt in this environment, by path: cron, systemd and containers start the product with a bare
-# PATH on which a plain `dbt` is not found. `talent-dbt` is that dbt, answering `--version`
-# without starting it (`pipelines.lib.dbt_command`); an environment installed before the script
-# existed uses plain dbt.
-_BIN = Path(sys.executable).parent
-DBT_EXECUTABLE = str(_BIN / "talent-dbt") if (_BIN / "talent-dbt").exists() else str(_BIN / "dbt")
+# PATH on which a plain `dbt` is not found. `talent-dbt` (`pipelines.lib.dbt_command`, installed
+# with the project) is that dbt: it answers `--version` without starting dbt, and starts dbt in
+# the warehouse folder the pipeline's profile paths are relative to.
+DBT_EXECUTABLE = str(Path(sys.executable).parent / "talent-dbt")
 
 
 @contextlib.contextmanager
@@ -75,6 +75,29 @@ def dbt_resource(project: DbtProject | None = None) -> DbtCliResource:
     )
 
 
+PARSE_FILE = "partial_parse.msgpack"
+
+
+def seed_parse(target: Path, project: DbtProject = dbt_project) -> bool:
+    """Start a warehouse's dbt target folder from the project's own parse (`ensure_manifest`).
+
+    dbt keeps its parse of the project in the target folder and reuses it while the project's
+    files, the vars and the profile's connection are those it was parsed with; it checks all
+    of them itself and reparses what differs. A fresh warehouse's folder has no parse, so its
+    first dbt command parsed the whole project (about 5 CPU s). The pipeline's profile is the
+    same for every warehouse (paths relative to the warehouse folder: `Settings.dbt_env(
+    in_warehouse=True)`), so the project's parse serves. Returns whether it copied the file;
+    a folder that has a parse of its own keeps it."""
+    own, project_parse = target / PARSE_FILE, Path(project.manifest_path).parent / PARSE_FILE
+    if own.exists() or not project_parse.exists():
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    partial = own.with_name(f".{PARSE_FILE}.{os.getpid()}")
+    shutil.copyfile(project_parse, partial)
+    os.replace(partial, own)
+    return True
+
+
 SOURCE_SUFFIXES = (".sql", ".yml", ".yaml", ".csv")
 
 
@@ -105,9 +128,9 @@ def ensure_manifest(settings: Settings | None = None, project: DbtProject = dbt_
     would otherwise fail at import on a fresh checkout.
 
     With the run's `settings` (the CLI passes them before it loads the definitions) the parse
-    renders the build's own profile and vars, so the partial-parse file it leaves is the one the
-    build can reuse: on a fresh checkout `make run` parses the project once, not twice (the
-    placeholder profile made the build reparse in full, about 5 CPU s).
+    renders the build's own profile and vars, so the partial-parse file it leaves is the one
+    every warehouse's build can start from (`seed_parse`): on a fresh checkout `make run`
+    parses the project once, not twice (a full parse is about 5 CPU s).
     """
     if not manifest_is_stale(project.project_dir, project.manifest_path):
         return project.manifest_path
@@ -118,13 +141,16 @@ def ensure_manifest(settings: Settings | None = None, project: DbtProject = dbt_
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if manifest_is_stale(project.project_dir, project.manifest_path):
-            # Parsing opens no database; the profile only has to render.
-            args = ["parse", "--quiet"]
+            # Parsing opens no database; the profile only has to render. It renders as the
+            # pipeline's does, paths relative to the warehouse, with the build's vars (the
+            # defaults without settings): the parse left in the project's target folder then
+            # serves every warehouse run with those vars (`seed_parse`).
             if settings is None:
                 settings = Settings(sources_dir=lock_path.parent, warehouse_dir=lock_path.parent)
-            else:
-                args += vars_args(settings)  # the build's --vars
-            with dbt_environment(settings.dbt_env()):
+            args = ["parse", "--quiet", *vars_args(settings)]
+            env = settings.dbt_env(in_warehouse=True)
+            env.pop("TALENT_DBT_WORKDIR")  # the warehouse need not exist yet
+            with dbt_environment(env):
                 invocation = dbt_resource(project).cli(args, target_path=project.target_path)
             invocation.wait()
     return project.manifest_path

@@ -12,6 +12,7 @@ assumptions) is in `pipelines.lib.project_files`.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,21 +188,31 @@ class Settings:
         """The dbt project's `--vars`: the privacy and scope knobs its SQL uses."""
         return {"min_group_size": int(self.min_group_size), "scope_division": self.scope_division}
 
-    def dbt_env(self) -> dict[str, str]:
+    def dbt_env(self, in_warehouse: bool = False) -> dict[str, str]:
         """What the dbt profile (`profiles.yml`) and its plugin read from the environment.
 
         dbt runs in a subprocess and renders its profile from environment variables, so these
         are the only settings that travel through the environment, and only into that
         subprocess (see `pipelines.defs.dbt_cli.dbt_environment`).
+
+        `in_warehouse=True` is how the pipeline runs dbt: the database paths are relative to
+        the warehouse folder, and `TALENT_DBT_WORKDIR` has `talent-dbt` start dbt there. The
+        profile then renders the same for every warehouse, and dbt's partial parsing, which
+        reparses everything when the profile's connection differs, can start a fresh
+        warehouse from the project's own parse (`pipelines.defs.dbt_cli.seed_parse`). By
+        default the paths are absolute, for dbt started anywhere (by hand, by the tests).
         """
         from pipelines.lib.targets import dbt_target_env
 
-        return {
-            "TALENT_BUILD_DB": str(self.build_db),
-            "TALENT_RAW_DB": str(self.raw_db),
-            "TALENT_PSEUDONYM_KEY": self.pseudonym_key,
-            **dbt_target_env(self),
-        }
+        if in_warehouse:
+            paths = {
+                "TALENT_BUILD_DB": os.path.relpath(self.build_db, self.warehouse_dir),
+                "TALENT_RAW_DB": os.path.relpath(self.raw_db, self.warehouse_dir),
+                "TALENT_DBT_WORKDIR": str(self.warehouse_dir),
+            }
+        else:
+            paths = {"TALENT_BUILD_DB": str(self.build_db), "TALENT_RAW_DB": str(self.raw_db)}
+        return {**paths, "TALENT_PSEUDONYM_KEY": self.pseudonym_key, **dbt_target_env(self)}
 
 
 # Settings field -> environment variable (README: "Settings").
