@@ -50,14 +50,21 @@ def test_duckdb_function_matches_python_and_keeps_null(key):
     assert got == [pseudonym(v, key) for v in values]
 
 
-def test_the_dbt_plugin_defines_the_function_on_every_cursor():
+def test_the_dbt_plugin_defines_the_function_on_every_cursor(monkeypatch):
+    """The profile names the variable that holds the key; the plugin reads the key there."""
     from pipelines.lib.duckdb_plugin import Plugin
 
-    plugin = Plugin("pseudonyms", {"pseudonym_key": "k"})
+    monkeypatch.setenv("A_KEY_VARIABLE", "k")
+    plugin = Plugin("pseudonyms", {"pseudonym_key_env": "A_KEY_VARIABLE"})
     with duckdb.connect() as con:
         plugin.configure_connection(con)
         cursor = plugin.configure_cursor(con.cursor())
         assert cursor.execute("select pseudonym('E1')").fetchone() == (pseudonym("E1", "k"),)
+    monkeypatch.delenv("A_KEY_VARIABLE")
+    with pytest.raises(ValueError, match="no key in A_KEY_VARIABLE"):
+        Plugin("pseudonyms", {"pseudonym_key_env": "A_KEY_VARIABLE"})
+    with pytest.raises(ValueError, match="the profile names none"):
+        Plugin("pseudonyms", {})
 
 
 def test_different_keys_give_different_pseudonyms():
@@ -326,8 +333,9 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
 def test_every_fresh_warehouse_starts_from_the_project_s_one_parse(tmp_path):
     """The CLI parses a stale checkout with the run's settings before the definitions load, and
     each warehouse's target folder starts from that parse (`seed_parse`): the pipeline's
-    profile, paths relative to the warehouse, renders the same for every warehouse, so dbt
-    reuses the parse instead of parsing the whole project again. dbt itself decides: the same
+    profile (paths relative to the warehouse, the key's variable named, not the key) renders
+    the same for every warehouse and key, so dbt reuses the parse instead of parsing the whole
+    project again. dbt itself decides: the same
     parse with the warehouse's absolute paths is refused."""
     import shutil
     import subprocess
@@ -366,8 +374,8 @@ def test_every_fresh_warehouse_starts_from_the_project_s_one_parse(tmp_path):
             check=True,
         ).stdout
 
-    for name in ("wh", "another", "a third"):
-        other = settings.replace(warehouse_dir=tmp_path / name)
+    for name, key in (("another", settings.pseudonym_key), ("a third", "another key")):
+        other = settings.replace(warehouse_dir=tmp_path / name, pseudonym_key=key)
         out = parse(other, other.dbt_env(in_warehouse=True))
         assert "Unable to do partial parsing" not in out, out
     absolute = settings.replace(warehouse_dir=tmp_path / "absolute")

@@ -1,14 +1,19 @@
 """dbt-duckdb plugin: defines ``pseudonym(varchar) -> varchar`` on every dbt connection.
 
-The key reaches the plugin as its profile configuration (``profiles.yml``:
-``config: {pseudonym_key: "{{ env_var('TALENT_PSEUDONYM_KEY') }}"}``), so the SQL models never see
-it and it never lands in compiled SQL or logs. This module is loaded inside the dbt subprocess:
-it imports DuckDB and the pseudonym function only, never Dagster.
+The profile names the environment variable that holds the key (``profiles.yml``:
+``config: {pseudonym_key_env: TALENT_PSEUDONYM_KEY}``) and the plugin reads the key from it, so
+the SQL models never see it and it never lands in compiled SQL or logs. The profile holds the
+variable's name, not the key: dbt hashes the profile's connection, plugin configuration
+included, to decide whether its saved parse of the project still fits, so a key in the profile
+made every other key parse the whole project again (and `dbt debug` prints the connection).
+This module is loaded inside the dbt subprocess: it imports DuckDB and the pseudonym function
+only, never Dagster.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 from dbt.adapters.duckdb.plugins import BasePlugin
@@ -24,11 +29,13 @@ class Plugin(BasePlugin):
     """Loaded by dbt-duckdb from ``plugins: [{module: pipelines.lib.duckdb_plugin}]``."""
 
     def initialize(self, plugin_config: dict[str, Any]) -> None:
-        key = plugin_config.get("pseudonym_key") or ""
+        variable = plugin_config.get("pseudonym_key_env") or ""
+        key = os.environ.get(variable, "") if variable else ""
         if not key:
+            where = variable or "the variable `pseudonym_key_env` names (the profile names none)"
             raise ValueError(
-                "dbt profile: the pseudonym plugin got no key. The pipeline passes "
-                "TALENT_PSEUDONYM_KEY to dbt; when running dbt by hand, export it first."
+                f"dbt profile: the pseudonym plugin found no key in {where}. The pipeline "
+                "passes TALENT_PSEUDONYM_KEY to dbt; when running dbt by hand, export it first."
             )
         self._key = key
 
