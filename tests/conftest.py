@@ -294,6 +294,7 @@ def shared_company(tmp_path_factory) -> Company:
 
 
 BENCH_EMPLOYEES, BENCH_YEARS = 300, 1
+EARLIER_SCALE_RUN = {"sizes": {"50000": {"employees": 50000}}, "marginal_cost_ratio": 9.9}
 
 
 @pytest.fixture(scope="session")
@@ -304,6 +305,8 @@ def bench_run(tmp_path_factory) -> tuple[dict, Path]:
     from tools import bench
 
     def build(work: Path) -> None:
+        # an earlier scale run's record, which the run must keep (tests/test_bench.py)
+        (work / "results.json").write_text(json.dumps({"scale_run": EARLIER_SCALE_RUN}))
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("TALENT_PSEUDONYM_KEY", TEST_PSEUDONYM_KEY)
             bench.main(

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import BENCH_EMPLOYEES as EMPLOYEES
 from tests.conftest import BENCH_YEARS as YEARS
+from tests.conftest import EARLIER_SCALE_RUN
 from tools import bench
 
 pytestmark = pytest.mark.slow
@@ -55,6 +56,7 @@ def test_harness_writes_results_with_positive_figures(bench_run):
     assert set(results["targets"]) == {"full_run_under_5_min", "peak_rss_at_most_2_5_gb"}
     assert results["budgets"] == {}  # --no-floor: nothing measured on the sample
     assert results["floor_cpu_s"] is None and results["floor"] is None  # --no-floor
+    assert results["scale_run"] == EARLIER_SCALE_RUN  # the file's last scale run is kept
 
 
 def test_targets_include_the_sample_floor_when_it_was_measured():
