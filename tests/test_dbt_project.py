@@ -403,6 +403,20 @@ def test_talent_dbt_answers_version_as_dbt_does_and_runs_dbt_otherwise():
     assert ran.returncode == 0 and "--resource-type" in ran.stdout
 
 
+def test_talent_dbt_names_a_workdir_it_cannot_start_in(tmp_path):
+    """The pipeline's profile paths are relative to TALENT_DBT_WORKDIR; a folder that is not
+    there stops talent-dbt before dbt starts, with advice that names the variable."""
+    import subprocess
+
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE
+
+    missing = tmp_path / "no such warehouse"
+    env = {**os.environ, "TALENT_DBT_WORKDIR": str(missing)}
+    ran = subprocess.run([DBT_EXECUTABLE, "parse"], env=env, capture_output=True, text=True)
+    assert ran.returncode != 0
+    assert f"TALENT_DBT_WORKDIR={missing}" in ran.stderr and "warehouse folder" in ran.stderr
+
+
 def _suppression_macro():
     import types
 
