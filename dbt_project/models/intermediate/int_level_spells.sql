@@ -23,51 +23,41 @@ bounds as (
     select * from {{ ref('int_calendar_bounds') }}
 ),
 
--- every interval of a spell (in scope or not), with where its level run began: a run is a
--- stretch of the spell at one level, whatever the scope
-runs as (
+-- every interval of a spell (in scope or not), where its level run began (a run is a stretch of
+-- the spell at one level, whatever the scope), and the interval after it. Spells never overlap,
+-- so in valid_from order a person's intervals hold each spell together: one ordering of the
+-- person serves every window (a previous interval of another spell starts a run).
+ordered as (
     select
         h.*,
         case
             when
-                lag(h.skill_level) over (partition by h.person_key, h.spell_number order by h.valid_from)
-                = h.skill_level
+                lag(h.spell_number) over (partition by h.person_key order by h.valid_from) = h.spell_number
+                and lag(h.skill_level) over (partition by h.person_key order by h.valid_from) = h.skill_level
                 then 0
             else 1
-        end as is_new_run
+        end as is_new_run,
+        lead(h.valid_from) over (partition by h.person_key order by h.valid_from) as next_valid_from,
+        lead(h.in_scope) over (partition by h.person_key order by h.valid_from) as next_in_scope,
+        lead(h.skill_level) over (partition by h.person_key order by h.valid_from) as next_skill_level,
+        lead(h.spell_number) over (partition by h.person_key order by h.valid_from) as next_spell_number
     from history as h
     cross join bounds as b
     where h.valid_from <= b.as_of_date
 ),
 
-run_numbered as (
+-- the first day of the interval's run: the latest run start so far (valid_from grows)
+with_next as (
     select
         *,
-        sum(is_new_run) over (
-            partition by person_key, spell_number order by valid_from rows unbounded preceding
-        ) as run_number
-    from runs
-),
-
-run_starts as (
-    select
-        *,
-        min(valid_from) over (partition by person_key, spell_number, run_number) as run_from
-    from run_numbered
+        max(case when is_new_run = 1 then valid_from end) over (
+            partition by person_key order by valid_from rows unbounded preceding
+        ) as run_from
+    from ordered
 ),
 
 -- in-scope intervals with a level; a new stretch starts unless the previous in-scope interval
 -- of the same spell ends the day before at the same level
-with_next as (
-    select
-        *,
-        lead(valid_from) over (partition by person_key order by valid_from) as next_valid_from,
-        lead(in_scope) over (partition by person_key order by valid_from) as next_in_scope,
-        lead(skill_level) over (partition by person_key order by valid_from) as next_skill_level,
-        lead(spell_number) over (partition by person_key order by valid_from) as next_spell_number
-    from run_starts
-),
-
 flagged as (
     select
         *,

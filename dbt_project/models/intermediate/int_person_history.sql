@@ -21,7 +21,8 @@ job_intervals as (
         coalesce(
             lead(effective_date) over (partition by person_key order by effective_date) - 1,
             date '9999-12-31'
-        ) as job_valid_to
+        ) as job_valid_to,
+        lag(effective_date) over (partition by person_key order by effective_date) as previous_effective_date
     from jobs
 ),
 
@@ -42,7 +43,10 @@ joined as (
         j.employment_type,
         j.fte,
         j.change_reason,
-        j.effective_date as job_effective_date
+        j.effective_date as job_effective_date,
+        -- the spell's first job record: the one in force on the hire date, or the person's
+        -- first record (a record in force before it would overlap the spell too)
+        j.effective_date <= s.hire_date or j.previous_effective_date is null as first_of_spell
     from job_intervals as j
     inner join spells as s
         on
@@ -84,7 +88,7 @@ final as (
         person_key,
         spell_number,
         case
-            when row_number() over (partition by person_key, spell_number order by valid_from) = 1
+            when first_of_spell
                 then hire_date
             else valid_from
         end as valid_from,
