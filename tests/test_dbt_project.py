@@ -330,6 +330,42 @@ def test_definitions_expose_warehouse_assets_checks_and_raw_deps(dbt_manifest):
     }
 
 
+def test_only_content_versioned_results_and_what_depends_on_them_wait_for_dbt_to_finish():
+    """The build's results are recorded while dbt runs, except those of a model whose data
+    version is its content (read from the file after dbt has let it go), of the models built on
+    it (a multi-asset reports an asset after its upstream assets) and of their checks."""
+    from pipelines.defs.dbt import holds, waits_for_build
+
+    a, b, c, d = (dg.AssetKey(["intermediate", n]) for n in "abcd")
+
+    @dg.multi_asset(
+        specs=[
+            dg.AssetSpec(a),
+            dg.AssetSpec(b, deps=[a]),
+            dg.AssetSpec(c, deps=[b]),
+            dg.AssetSpec(d, deps=[a]),
+        ],
+        check_specs=[dg.AssetCheckSpec("rows", asset=b), dg.AssetCheckSpec("rows", asset=d)],
+    )
+    def build():
+        yield from ()
+
+    waiting = waits_for_build(build, {b: "intermediate.b"})
+    assert waiting == {b, c}
+    out = {key: build.get_output_name_for_asset_key(key) for key in (a, b, c, d)}
+    assert [holds(dg.Output(None, output_name=out[k]), waiting, build) for k in (a, b, c, d)] == [
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert holds(dg.AssetCheckResult(asset_key=b, check_name="rows", passed=True), waiting, build)
+    assert not holds(
+        dg.AssetCheckResult(asset_key=d, check_name="rows", passed=True), waiting, build
+    )
+    assert waits_for_build(build, {}) == set()
+
+
 def test_every_fresh_warehouse_starts_from_the_project_s_one_parse(tmp_path):
     """The CLI parses a stale checkout with the run's settings before the definitions load, and
     each warehouse's target folder starts from that parse (`seed_parse`): the pipeline's

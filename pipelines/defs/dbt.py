@@ -151,6 +151,7 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
         yield from versions.kept_results(context, verdict, "code, settings and inputs unchanged")
         return
     full_refresh = needs_full_refresh(verdict)
+    because = verdict.because()
     context.log.info(
         f"dbt build ({'full refresh' if full_refresh else 'incremental staging'}): "
         f"{verdict.reasons()}"
@@ -164,19 +165,52 @@ def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent
                 context=context,
                 target_path=target_dir(s),
             )
-        # The content of some models is their data version; DuckDB lets dbt's process alone
-        # hold the file while it builds, so their events wait until dbt has finished.
-        events = []
+        # Each model's and test's result is recorded as dbt reports it, while dbt goes on. The
+        # content of a few models is their data version, and DuckDB lets dbt's process alone
+        # hold the file while it builds: their results, and those of the models and checks that
+        # depend on them, wait until dbt has finished. On another build target every result
+        # waits until its tables are back in the build file.
+        content = content_versioned(build.manifest)
+        waiting = (
+            waits_for_build(context.assets_def, content) if s.build_target == "duckdb" else None
+        )
+        held = []
         try:
             for event in build.stream():
-                events.append(event)
+                if waiting is None or holds(event, waiting, context.assets_def):
+                    held.append(event)
+                else:
+                    yield from annotated_outputs(context, [event], s.build_db, {}, because)
         except BaseException:
-            yield from events
+            yield from held
             raise
         targets.collect_build(s)  # TARGETS: what dbt built there, back into the build file
-    yield from annotated_outputs(
-        context, events, s.build_db, content_versioned(build.manifest), verdict.because()
-    )
+    yield from annotated_outputs(context, held, s.build_db, content, because)
+
+
+def waits_for_build(
+    assets_def: dg.AssetsDefinition, content: Mapping[dg.AssetKey, str]
+) -> set[dg.AssetKey]:
+    """The content-versioned models and every model downstream of them in the build: their
+    results are recorded after dbt has finished (a multi-asset reports an asset after the assets
+    it depends on)."""
+    waiting = set(content) & set(assets_def.keys)
+    added = True
+    while added:
+        added = False
+        for key, deps in assets_def.asset_deps.items():
+            if key not in waiting and deps & waiting:
+                waiting.add(key)
+                added = True
+    return waiting
+
+
+def holds(event, waiting: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> bool:
+    """Whether a build event waits for the end of the build: the output of a waiting model, or
+    a check of one (a check's result names the materialization it checked)."""
+    if isinstance(event, dg.Output):
+        return assets_def.keys_by_output_name.get(event.output_name) in waiting
+    return getattr(event, "asset_key", None) in waiting
 
 
 def needs_full_refresh(verdict: versions.StepVerdict) -> bool:
