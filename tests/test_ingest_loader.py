@@ -451,3 +451,23 @@ def test_a_crash_inside_the_load_transaction_leaves_nothing_half_loaded(settings
         (1, 2),
         (2, 3),
     ]
+
+
+def test_files_hashed_two_at_a_time_come_back_in_order_with_their_own_hash(tmp_path):
+    """Every file is read and hashed once, its bytes and hash stay with it, and the order of
+    the deliveries is kept (an odd count leaves a last file alone)."""
+    from types import SimpleNamespace
+
+    from pipelines.lib.ingest.loader import HASH_THREADS, read_and_hashed
+
+    paths = []
+    for i in range(2 * HASH_THREADS + 1):
+        path = tmp_path / f"employees_2024-{i + 1:02d}.csv"
+        path.write_bytes(f"employee_id\n{i}\n".encode() * (i + 1) * 1000)
+        paths.append(path)
+    deliveries = [SimpleNamespace(path=p) for p in reversed(paths)]
+    got = list(read_and_hashed(deliveries))
+    assert [d.path for d, _ in got] == list(reversed(paths))
+    for delivery, (data, file_id) in got:
+        assert data == delivery.path.read_bytes()
+        assert file_id == hashlib.sha256(delivery.path.read_bytes()).hexdigest()

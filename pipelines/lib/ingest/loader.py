@@ -22,6 +22,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -406,6 +407,25 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Files read and hashed at a time: hashlib and file reads release the GIL, so two threads use
+# both cores (every night hashes every delivered file: 1.5 GB at 1,000,000 employees).
+HASH_THREADS = 2
+
+
+def read_and_hashed(deliveries: list[Delivery]) -> Iterator[tuple[Delivery, tuple[bytes, str]]]:
+    """Each delivery with its bytes and their SHA-256, in order; `HASH_THREADS` files at a time
+    (no more are held in memory)."""
+
+    def read(delivery: Delivery) -> tuple[bytes, str]:
+        data = delivery.path.read_bytes()
+        return data, sha256_hex(data)
+
+    with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="talent-hash") as pool:
+        for start in range(0, len(deliveries), HASH_THREADS):
+            batch = deliveries[start : start + HASH_THREADS]
+            yield from zip(batch, pool.map(read, batch), strict=True)
+
+
 def archive_relpath(export: str, file_id: str, suffix: str = ".csv") -> str:
     return f"archive/{export}/{file_id}{suffix.lower() or '.csv'}"
 
@@ -524,9 +544,7 @@ def plan_deliveries(
     new_in_run: set[str] = set()
     # the manifest as it was before this run (nothing below writes it)
     recorded = deliveries_by_content(con, (d.export for d in deliveries))
-    for delivery in deliveries:
-        data = delivery.path.read_bytes()
-        file_id = sha256_hex(data)
+    for delivery, (data, file_id) in read_and_hashed(deliveries):
         name = delivery.path.name
         # the same bytes may feed two exports (a vendor file): identity is (content, export)
         seen = recorded.get((file_id, delivery.export), [])
