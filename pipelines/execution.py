@@ -303,13 +303,18 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
     # before the definitions load: a stale manifest is parsed with this run's profile and vars
     ensure_manifest(settings)
     from pipelines.defs import build_definitions
+    from pipelines.lib.memory import long_lived_frozen
 
     defs = build_definitions(settings)
     instance = instance_for(settings)
     t0 = time.monotonic()
     since = datetime.now(UTC).replace(tzinfo=None)
     run_id = str(uuid.uuid4())
-    with watch(instance, run_id), dagster_notices(verbose=verbose) as notices:
+    with (
+        long_lived_frozen(),  # what is loaded by now lives through the job (lib/memory.py)
+        watch(instance, run_id),
+        dagster_notices(verbose=verbose) as notices,
+    ):
         result = defs.resolve_job_def(job_name).execute_in_process(
             instance=instance,
             raise_on_error=False,

@@ -87,3 +87,70 @@ def test_give_back_collects_cycles_only_above_its_resident_size():
         assert cycle() is None
     finally:
         gc.enable()
+
+
+def _cycle(finalised: list[str], name: str) -> object:
+    """An object that only the garbage collector can free (it refers to itself), which says
+    when it is finalised."""
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.me = node
+    weakref.finalize(node, finalised.append, name)
+    return node
+
+
+def _in_collected_generations(obj: object) -> bool:
+    import gc
+
+    return any(o is obj for o in gc.get_objects())  # every generation but the permanent one
+
+
+def test_a_job_runs_with_what_was_loaded_before_it_frozen_and_gives_it_back_afterwards():
+    """`long_lived_frozen` (around every job `talent run` executes): what is tracked when the
+    job starts is out of the collector's sight while it runs, garbage included, and
+    collectable again after it, so nothing is kept for good; what the job makes is collected
+    as before."""
+    import gc
+
+    from pipelines.lib.memory import long_lived_frozen
+
+    finalised: list[str] = []
+    gc.collect()
+    _cycle(finalised, "garbage before the job")  # unreachable at once
+    kept = _cycle(finalised, "alive before the job")
+    frozen_before = gc.get_freeze_count()
+    with long_lived_frozen():
+        assert gc.get_freeze_count() > frozen_before
+        assert not _in_collected_generations(kept)
+        _cycle(finalised, "garbage of the job")
+        gc.collect()
+        assert finalised == ["garbage of the job"]
+    assert gc.get_freeze_count() == frozen_before
+    assert _in_collected_generations(kept)
+    gc.collect()
+    assert finalised == ["garbage of the job", "garbage before the job"]
+    del kept
+    gc.collect()
+    assert finalised[-1] == "alive before the job"
+
+
+def test_the_command_s_end_freezes_what_is_alive():
+    """`freeze_at_exit` (the end of `talent run`), in a child process: the freeze lasts to the
+    process's end."""
+    probe = (
+        "import gc\n"
+        "from pipelines.lib.memory import freeze_at_exit\n"
+        "class N: pass\n"
+        "b = N(); b.me = b\n"
+        "assert any(o is b for o in gc.get_objects())\n"
+        "freeze_at_exit()\n"
+        "print(gc.get_freeze_count() > 0, any(o is b for o in gc.get_objects()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split("\n")[0] == "True False"

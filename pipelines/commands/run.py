@@ -76,3 +76,7 @@ def command(
     except RunLockedError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(3) from None
+    finally:
+        from pipelines.lib.memory import freeze_at_exit
+
+        freeze_at_exit()  # the command ends here (pipelines/lib/memory.py)
