@@ -154,3 +154,69 @@ def test_the_command_s_end_freezes_what_is_alive():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.split("\n")[0] == "True False"
+
+
+class _JobStarted(Exception):
+    """Raised by a stand-in job: the test needs only the moment the job starts."""
+
+
+def test_talent_run_executes_a_job_with_what_was_loaded_before_it_frozen(monkeypatch, tmp_path):
+    """`execution._execute` (the nightly and the report of `talent run`) wraps the job in
+    `long_lived_frozen`, and gives the objects back to the collector when the job ends, also
+    when it raises. The definitions and the manifest are stand-ins; the wiring is real."""
+    import gc
+    import types
+    from pathlib import Path
+
+    import dagster as dg
+    import pytest
+
+    import pipelines.defs
+    import pipelines.defs.dbt_cli
+    from pipelines import execution
+    from pipelines.lib.settings import Settings
+
+    frozen_at_start: list[int] = []
+
+    def execute_in_process(**kwargs):
+        frozen_at_start.append(gc.get_freeze_count())
+        raise _JobStarted
+
+    job = types.SimpleNamespace(execute_in_process=execute_in_process)
+    monkeypatch.setattr(pipelines.defs.dbt_cli, "ensure_manifest", lambda settings: None)
+    monkeypatch.setattr(
+        pipelines.defs,
+        "build_definitions",
+        lambda settings: types.SimpleNamespace(resolve_job_def=lambda name: job),
+    )
+    monkeypatch.setattr(execution, "instance_for", lambda s: dg.DagsterInstance.ephemeral())
+    sample = Path(__file__).resolve().parent.parent / "sources" / "sample"
+    frozen_before = gc.get_freeze_count()
+    with pytest.raises(_JobStarted):
+        execution.run_nightly(Settings(sources_dir=sample, warehouse_dir=tmp_path / "wh"))
+    assert frozen_at_start and frozen_at_start[0] > frozen_before
+    assert gc.get_freeze_count() == frozen_before
+
+
+def test_talent_run_freezes_at_its_end_also_when_the_run_failed(monkeypatch, tmp_path):
+    """The command's end calls `freeze_at_exit` whatever the outcome (here a failed nightly,
+    exit code 1); the nightly itself is a stand-in."""
+    import types
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from pipelines import execution
+    from pipelines.cli import app
+    from pipelines.lib import memory
+
+    calls: list[str] = []
+    monkeypatch.setattr(memory, "freeze_at_exit", lambda: calls.append("freeze"))
+    failed = types.SimpleNamespace(success=False, describe=lambda: "the nightly failed")
+    monkeypatch.setattr(execution, "run_nightly", lambda settings, verbose: failed)
+    sample = Path(__file__).resolve().parent.parent / "sources" / "sample"
+    result = CliRunner().invoke(
+        app, ["run", "--sources", str(sample), "--warehouse-dir", str(tmp_path / "wh")]
+    )
+    assert result.exit_code == 1, result.output
+    assert calls == ["freeze"]
