@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from pipelines.lib.memory import numpy_small_pages
+from pipelines.lib.project_files import SAMPLE_SOURCES
 
 # NumPy has a documented switch (NUMPY_MADVISE_HUGEPAGE) but only a private getter for the
 # state it chose; the test reads it to see the effect, the product never calls it.
@@ -166,7 +167,6 @@ def test_talent_run_executes_a_job_with_what_was_loaded_before_it_frozen(monkeyp
     when it raises. The definitions and the manifest are stand-ins; the wiring is real."""
     import gc
     import types
-    from pathlib import Path
 
     import dagster as dg
     import pytest
@@ -190,10 +190,9 @@ def test_talent_run_executes_a_job_with_what_was_loaded_before_it_frozen(monkeyp
         lambda settings: types.SimpleNamespace(resolve_job_def=lambda name: job),
     )
     monkeypatch.setattr(execution, "instance_for", lambda s: dg.DagsterInstance.ephemeral())
-    sample = Path(__file__).resolve().parent.parent / "sources" / "sample"
     frozen_before = gc.get_freeze_count()
     with pytest.raises(_JobStarted):
-        execution.run_nightly(Settings(sources_dir=sample, warehouse_dir=tmp_path / "wh"))
+        execution.run_nightly(Settings(sources_dir=SAMPLE_SOURCES, warehouse_dir=tmp_path / "wh"))
     assert frozen_at_start and frozen_at_start[0] > frozen_before
     assert gc.get_freeze_count() == frozen_before
 
@@ -202,7 +201,6 @@ def test_talent_run_freezes_at_its_end_also_when_the_run_failed(monkeypatch, tmp
     """The command's end calls `freeze_at_exit` whatever the outcome (here a failed nightly,
     exit code 1); the nightly itself is a stand-in."""
     import types
-    from pathlib import Path
 
     from typer.testing import CliRunner
 
@@ -214,9 +212,8 @@ def test_talent_run_freezes_at_its_end_also_when_the_run_failed(monkeypatch, tmp
     monkeypatch.setattr(memory, "freeze_at_exit", lambda: calls.append("freeze"))
     failed = types.SimpleNamespace(success=False, describe=lambda: "the nightly failed")
     monkeypatch.setattr(execution, "run_nightly", lambda settings, verbose: failed)
-    sample = Path(__file__).resolve().parent.parent / "sources" / "sample"
     result = CliRunner().invoke(
-        app, ["run", "--sources", str(sample), "--warehouse-dir", str(tmp_path / "wh")]
+        app, ["run", "--sources", str(SAMPLE_SOURCES), "--warehouse-dir", str(tmp_path / "wh")]
     )
     assert result.exit_code == 1, result.output
     assert calls == ["freeze"]

@@ -102,7 +102,8 @@ def give_back(collect_above_mb: float = COLLECT_ABOVE_MB) -> bool:
 @contextlib.contextmanager
 def long_lived_frozen() -> Iterator[None]:
     """Move every object tracked now into the collector's permanent generation, which no
-    collection scans, and give them back to it at the end (see above)."""
+    collection scans, and give them back to it at the end (see above). `gc.unfreeze` gives
+    back everything frozen, so these blocks do not nest (`talent run` runs one job at a time)."""
     gc.freeze()
     try:
         yield
