@@ -44,6 +44,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: Any = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
+        self._tables_found: set[str] = set()
         super().__init__(base_dir, inst_data)
 
     def engine_for(self, shard: str) -> Engine:
@@ -80,6 +81,18 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def has_table(self, table_name: str) -> bool:
+        """Dagster's answer, remembered once a table is found: Dagster asks before storing
+        each check evaluation and each materialisation's tags, and opens the index database
+        afresh to answer. A table, once created, is not dropped while Dagster runs (migrations
+        add tables); a missing one is asked about again each time."""
+        if table_name in self._tables_found:
+            return True
+        found = super().has_table(table_name)
+        if found:
+            self._tables_found.add(table_name)
+        return found
 
     def dispose(self) -> None:
         super().dispose()

@@ -551,3 +551,49 @@ def test_small_group_suppression_follows_its_rule_row_by_row():
             assert got[(r["a"], r["b"])] == (n, m, h, why), (rows, r)
         complements += sum(w is not None and w.startswith("complementary") for w in reason)
     assert complements > 20  # the tables exercise complementary suppression, not only the primary
+
+
+def test_dbt_s_cursors_run_with_the_profile_s_duckdb_settings(tmp_path):
+    """The profile gives DuckDB its settings when dbt-duckdb opens the build file
+    (`config_options`), not as SET statements on each node's cursor: a query dbt runs sees
+    them, and they are not DuckDB's defaults (which a lost setting would fall back to)."""
+    import subprocess
+
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE, seed_parse, vars_args
+
+    profile = yaml.safe_load((DBT_PROJECT_DIR / "profiles.yml").read_text())
+    options = profile["talent_metrics"]["outputs"]["dev"]["config_options"]
+    names = sorted(options)
+
+    def shown(con) -> dict[str, str]:
+        values = con.execute(
+            f"select {', '.join(f'current_setting({n!r})::varchar' for n in names)}"
+        ).fetchone()
+        return dict(zip(names, values, strict=True))
+
+    with duckdb.connect(config={k: str(v) for k, v in options.items()}) as con:
+        expected = shown(con)
+    with duckdb.connect() as con:
+        defaults = shown(con)
+    assert {n for n in names if expected[n] != defaults[n]} >= {
+        "memory_limit",
+        "preserve_insertion_order",
+    }
+
+    settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
+    settings.build_db.parent.mkdir(parents=True)
+    duckdb.connect(str(settings.raw_db)).close()  # the profile attaches it read-only
+    target = settings.build_db.parent / "dbt-target"
+    seed_parse(target)
+    query = "select " + ", ".join(f"current_setting('{n}')::varchar as {n}" for n in names)
+    ran = subprocess.run(
+        [DBT_EXECUTABLE, "show", "--inline", query, "--output", "json", "--log-format", "text"]
+        + [*vars_args(settings), "--target-path", str(target)]
+        + ["--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR)],
+        env={**os.environ, **settings.dbt_env(in_warehouse=True)},
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    rows = json.loads(ran.stdout[ran.stdout.index("{") :])["show"]
+    assert {n: str(v) for n, v in rows[0].items()} == expected

@@ -105,3 +105,27 @@ def test_only_the_files_used_last_stay_open(tmp_path):
     assert list(storage._engines)[0] == shards[6]
     storage.dispose()
     assert not storage._engines
+
+
+def test_a_table_once_found_is_not_looked_up_again_a_missing_one_is(home, monkeypatch):
+    """Dagster asks whether a table exists before storing each check evaluation and each
+    materialisation's tags, and opens the index database to answer; the instance answers a
+    table it found before from memory, and asks again about one that was missing."""
+    asked: list[str] = []
+    real = instance_storage.SqliteEventLogStorage.has_table
+
+    def counting(self, table_name: str) -> bool:
+        asked.append(table_name)
+        return real(self, table_name)
+
+    monkeypatch.setattr(instance_storage.SqliteEventLogStorage, "has_table", counting)
+    with dg.DagsterInstance.get() as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, instance_storage.OpenSqliteEventLogStorage)
+        for _ in range(2):
+            _materialize(instance)
+        # two runs' check evaluations and materialisations: each table looked up once
+        assert asked and sorted(asked) == sorted(set(asked))
+        assert storage.has_table(asked[0])
+        assert [storage.has_table("no_such_table") for _ in range(2)] == [False, False]
+        assert asked.count("no_such_table") == 2 and asked.count(asked[0]) == 1
