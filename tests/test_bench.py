@@ -184,3 +184,16 @@ def test_the_sampler_gives_each_step_its_time_cpu_and_peak_memory(tmp_path):
     steps = sampler.steps()
     assert steps["warehouse_dbt"] == {"wall_s": 2.0, "cpu_s": 1.0, "peak_rss_mb": 500.0}
     assert steps["raw__employees"]["peak_rss_mb"] == 100.0
+
+
+def test_a_step_s_cpu_is_not_lost_to_a_sample_that_read_less(tmp_path):
+    """The run's last step ends as the run does: a sample taken while a process had exited
+    without being waited for reads less CPU than the samples before it; the step's CPU is still
+    what the tree used while it ran."""
+    log = tmp_path / "run.log"
+    sampler = bench.TreeRssSampler(os.getpid(), log)
+    log.write_text("[    6 s] report     report__quarterly_talent_report    done in 2.0 s\n")
+    sampler._new_step_ends(6.0)
+    # the tree used 0.05 CPU s every 0.1 s; the last sample before the line was read missed it
+    sampler.series = [(t / 10, 10**8, t / 20) for t in range(60)] + [(5.95, 10**8, 0.1)]
+    assert sampler.steps()["report__quarterly_talent_report"]["cpu_s"] == 0.95

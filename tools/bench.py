@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -139,7 +140,8 @@ class TreeRssSampler:
                         if p.pid == self.root.pid:  # children it waited for (dbt, docs)
                             cpu += times.children_user + times.children_system
                 total = sum(rss for _, rss in sizes)
-                self.series.append((now, total, cpu))
+                if sizes:  # nothing read: the run has ended (a sample of it would read 0 CPU s)
+                    self.series.append((now, total, cpu))
                 if total > self.peak:
                     self.peak = total
                     self.peak_where = {
@@ -156,10 +158,16 @@ class TreeRssSampler:
         """step -> wall seconds (as the run printed them), CPU seconds and peak RSS (MB) of the
         process tree while it ran (sampled: accurate to a few tenths of a second)."""
         out = {}
+        # the tree's CPU seconds so far never fall; a sample that missed a process (a child
+        # that had exited and was not yet waited for) reads less, so each sample counts the
+        # most any sample up to it read
+        so_far = list(itertools.accumulate((cpu for _, _, cpu in self.series), max))
         for step, end, wall in self.ends:
             start = end - wall
-            before = [cpu for t, _, cpu in self.series if t <= start + 1e-9]
-            upto = [cpu for t, _, cpu in self.series if t <= end + 1e-9]
+            before = [
+                c for (t, _, _), c in zip(self.series, so_far, strict=True) if t <= start + 1e-9
+            ]
+            upto = [c for (t, _, _), c in zip(self.series, so_far, strict=True) if t <= end + 1e-9]
             window = [rss for t, rss, _ in self.series if start - 1e-9 <= t <= end + 1e-9]
             if not window or not upto:
                 continue
