@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import platform
@@ -158,22 +157,21 @@ class TreeRssSampler:
         """step -> wall seconds (as the run printed them), CPU seconds and peak RSS (MB) of the
         process tree while it ran (sampled: accurate to a few tenths of a second)."""
         out = {}
-        # the tree's CPU seconds so far never fall; a sample that missed a process (a child
-        # that had exited and was not yet waited for) reads less, so each sample counts the
-        # most any sample up to it read
-        so_far = list(itertools.accumulate((cpu for _, _, cpu in self.series), max))
+
+        def cpu_by(t: float) -> float | None:
+            # the tree's CPU seconds so far never fall; a sample that missed a process (a child
+            # that had exited and was not yet waited for) reads less: the most any sample read
+            return max((cpu for s, _, cpu in self.series if s <= t + 1e-9), default=None)
+
         for step, end, wall in self.ends:
             start = end - wall
-            before = [
-                c for (t, _, _), c in zip(self.series, so_far, strict=True) if t <= start + 1e-9
-            ]
-            upto = [c for (t, _, _), c in zip(self.series, so_far, strict=True) if t <= end + 1e-9]
+            upto = cpu_by(end)
             window = [rss for t, rss, _ in self.series if start - 1e-9 <= t <= end + 1e-9]
-            if not window or not upto:
+            if not window or upto is None:
                 continue
             out[step] = {
                 "wall_s": round(wall, 2),
-                "cpu_s": round(max(0.0, upto[-1] - (before[-1] if before else 0.0)), 2),
+                "cpu_s": round(max(0.0, upto - (cpu_by(start) or 0.0)), 2),
                 "peak_rss_mb": round(max(window) / 1e6, 1),
             }
         return out
