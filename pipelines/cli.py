@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import importlib
 
-from pipelines.lib.memory import numpy_small_pages
+from pipelines.lib.memory import collect_less_often, numpy_small_pages
 
 numpy_small_pages()  # before anything imports NumPy (pipelines/lib/memory.py says why)
+collect_less_often()  # before the imports, which make most of the process's objects (same)
 
 import typer  # noqa: E402
 

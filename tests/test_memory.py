@@ -1,5 +1,6 @@
 """The process-level memory policy of `pipelines/lib/memory.py`: huge pages for NumPy arrays
-are off in the `talent` command unless the operator says otherwise."""
+are off in the `talent` command unless the operator says otherwise; the collector's thresholds;
+what is frozen out of its sight while a job runs."""
 
 from __future__ import annotations
 
@@ -217,3 +218,48 @@ def test_talent_run_freezes_at_its_end_also_when_the_run_failed(monkeypatch, tmp
     )
     assert result.exit_code == 1, result.output
     assert calls == ["freeze"]
+
+
+# The three entry points, in a child process: `talent` (its module), `talent-dbt` (with dbt's
+# command line replaced by a stand-in that reports the thresholds it starts under and exits 3)
+GC_PROBES = {
+    "talent": "import gc, pipelines.cli; print(gc.get_threshold())",
+    "talent-dbt": (
+        "import gc, sys, types\n"
+        "for name in ('dbt', 'dbt.cli', 'dbt.cli.main'):\n"
+        "    sys.modules[name] = types.ModuleType(name)\n"
+        "sys.modules['dbt.cli.main'].cli = lambda: print(gc.get_threshold()) or 3\n"
+        "sys.argv = ['talent-dbt', 'build']\n"
+        "from pipelines.lib.dbt_command import main\n"
+        "main()\n"
+    ),
+}
+
+
+def test_the_entry_points_collect_the_young_generation_less_often():
+    """`collect_less_often` in `talent` and `talent-dbt`: the young generation is collected
+    after `YOUNG_COLLECTION_EVERY` new objects, the older ones as Python does."""
+    from pipelines.lib.memory import PYTHON_GC_THRESHOLDS, YOUNG_COLLECTION_EVERY
+
+    expected = str((YOUNG_COLLECTION_EVERY, *PYTHON_GC_THRESHOLDS[1:]))
+    for entry, probe in GC_PROBES.items():
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert done.stdout.strip() == expected, (entry, done.stdout, done.stderr[-800:])
+    assert done.returncode == 3  # talent-dbt ends with dbt's exit code
+
+
+def test_thresholds_someone_else_set_are_kept():
+    import gc
+
+    from pipelines.lib.memory import PYTHON_GC_THRESHOLDS, collect_less_often
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(*PYTHON_GC_THRESHOLDS)
+        assert collect_less_often() is True
+        assert gc.get_threshold()[0] > PYTHON_GC_THRESHOLDS[0]
+        gc.set_threshold(5000, 20, 20)
+        assert collect_less_often() is False
+        assert gc.get_threshold() == (5000, 20, 20)
+    finally:
+        gc.set_threshold(*before)

@@ -33,6 +33,22 @@ sample, 0.15 s frozen. What is garbage then is left to the end of the process, a
 still alive are: nothing in the pipeline relies on a finaliser at exit (connections and files
 are closed where they are used, and a DuckDB file's committed transactions are in its log).
 
+The collector also runs less often (`collect_less_often`, over Python's public
+`gc.set_threshold`, called by the entry points `talent`, `talent-dbt` and the Dagster code
+location): Python collects its youngest generation after every 700 new container objects
+(dicts, lists, class instances) and every generation once ten of the younger ones were
+collected. Jinja, Dagster's events and Great Expectations' results make millions of short-lived
+containers, so on the bundled sample the run's process collected 2,937 times (12 of them full
+collections) for 3.0-3.2 CPU s, and dbt's build 1,983 times for 1.6-1.7 CPU s. After 10,000
+instead of 700, the young collections run 15 times less often, and the objects that survived
+them (what the run keeps) pass into the older generations as before: the run's process then
+collected 178 times for 0.9 CPU s, dbt 135 times for 1.0 (`gc.callbacks` timing the
+collections). Memory does not grow for it: the raw checks at 200,000 employees, alone, peaked
+at 1,433 MB with the new threshold and 1,585 MB with Python's (the garbage of a young
+collection is the same objects, collected later; what holds memory at scale is arrays and
+frames, which the collector does not count). A threshold someone else set (the operator's
+`sitecustomize`, a test) is left as it is.
+
 Large NumPy arrays are not put on huge pages (`numpy_small_pages`, called by the entry points
 before NumPy is imported). NumPy asks Linux for transparent huge pages for every array of 4 MB
 or more; with the kernel's `transparent_hugepage` set to `madvise`, each first touch of such an
@@ -115,6 +131,21 @@ def freeze_at_exit() -> None:
     """Freeze everything just before the process ends: the interpreter's last collections
     then have almost nothing to walk (see above)."""
     gc.freeze()
+
+
+# Python's default thresholds, and the young generation's threshold of this project's processes
+PYTHON_GC_THRESHOLDS = (700, 10, 10)
+YOUNG_COLLECTION_EVERY = 10_000
+
+
+def collect_less_often() -> bool:
+    """Collect the youngest generation after `YOUNG_COLLECTION_EVERY` new container objects
+    instead of Python's 700 (see above), the older generations as before; only while the
+    thresholds are still Python's defaults. Returns whether it changed them."""
+    if gc.get_threshold() != PYTHON_GC_THRESHOLDS:
+        return False
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, *PYTHON_GC_THRESHOLDS[1:])
+    return True
 
 
 def numpy_small_pages(environ: MutableMapping[str, str] = os.environ) -> bool:
