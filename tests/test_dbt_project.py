@@ -419,6 +419,42 @@ def test_every_fresh_warehouse_starts_from_the_project_s_one_parse(tmp_path):
     assert "Unable to do partial parsing because profile has changed" in out, out
 
 
+def test_the_docs_site_is_rendered_in_process_from_the_project_s_parse(tmp_path, monkeypatch):
+    """`generate_docs` runs dbt through `dbtRunner` in the run's process: the site is written,
+    dbt reuses the project's parse (it would rewrite the parse file had it parsed again), and
+    the environment dbt's profile read is given back as it was."""
+    from pipelines.defs.dbt import DOCS_FILES, dbt_project, generate_docs, target_dir
+    from pipelines.defs.dbt_cli import PARSE_FILE
+
+    settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
+    before = dict(os.environ)
+    written = generate_docs(settings)
+    assert [p.name for p in written] == list(DOCS_FILES)
+    page = (settings.docs_dir / "index.html").read_text()
+    assert "stg_hris__employees" in page and len(page) > 1_000_000  # the manifest, inlined
+    project_parse = Path(dbt_project.project_dir) / "target" / PARSE_FILE
+    assert (target_dir(settings) / PARSE_FILE).read_bytes() == project_parse.read_bytes()
+    assert dict(os.environ) == before
+
+
+def test_a_docs_failure_says_what_dbt_said_and_leaves_the_environment(tmp_path, monkeypatch):
+    from pipelines.defs.dbt import generate_docs
+
+    settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
+    full = settings.dbt_env(in_warehouse=True)
+    monkeypatch.delenv("TALENT_BUILD_DB", raising=False)
+    monkeypatch.setattr(
+        Settings,
+        "dbt_env",
+        lambda self, in_warehouse=False: {k: v for k, v in full.items() if k != "TALENT_BUILD_DB"},
+    )
+    before = dict(os.environ)
+    with pytest.raises(dg.Failure, match="TALENT_BUILD_DB") as failed:
+        generate_docs(settings)
+    assert "the warehouse itself is unaffected" in failed.value.description
+    assert dict(os.environ) == before
+
+
 def test_talent_dbt_answers_version_as_dbt_does_and_runs_dbt_otherwise():
     """dagster-dbt asks its executable `--version` to tell dbt-core from Fusion; `talent-dbt`
     answers from the package metadata (no dbt start-up) with the version plain dbt prints."""

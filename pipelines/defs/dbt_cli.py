@@ -45,12 +45,13 @@ DBT_EXECUTABLE = str(Path(sys.executable).parent / "talent-dbt")
 
 @contextlib.contextmanager
 def dbt_environment(env: Mapping[str, str]) -> Iterator[None]:
-    """The one place the product writes `os.environ`: while dbt's subprocess starts.
+    """The one place the product writes `os.environ`: while dbt starts.
 
     dbt renders its profile (database paths, the pseudonym plugin's key) from environment
     variables, and dagster-dbt starts dbt with a copy of this process's environment, with no
     parameter for extra variables. So the variables are set around the call that starts the
-    subprocess and restored right after it.
+    subprocess (or, for the docs site, around dbt's in-process `dbtRunner` invocation) and
+    restored right after it.
     """
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
