@@ -324,11 +324,11 @@ def sql_only_seconds(warehouse: Path) -> float:
     settings = Settings.from_env(os.environ, warehouse_dir=warehouse)
     env = {**os.environ, **settings.dbt_env()}
     target = warehouse / "bench-dbt-target"
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE
+
     subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "dbt.cli.main",
+            DBT_EXECUTABLE,  # dbt of this environment (`python -m dbt.cli.main` warns)
             "compile",
             *dbt_project_args(target),
             # the incremental staging models as a full build compiles them (no `this`)

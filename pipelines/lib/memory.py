@@ -39,14 +39,14 @@ location): Python collects its youngest generation after every 700 new container
 (dicts, lists, class instances) and every generation once ten of the younger ones were
 collected. Jinja, Dagster's events and Great Expectations' results make millions of short-lived
 containers, so on the bundled sample the run's process collected 2,937 times (12 of them full
-collections) for 3.0-3.2 CPU s, and dbt's build 1,983 times for 1.6-1.7 CPU s. After 10,000
-instead of 700, the young collections run 15 times less often, and the objects that survived
+collections) for 3.0-3.2 CPU s, and dbt's build 1,983 times for 1.5 CPU s. After 10,000
+instead of 700, the young collections run about 16 times less often, and the objects that survived
 them (what the run keeps) pass into the older generations as before: the run's process then
-collected 178 times for 0.9 CPU s, dbt 135 times for 1.0 (`gc.callbacks` timing the
-collections). Memory does not grow for it: the raw checks at 200,000 employees, alone, peaked
+collected 178 times for 0.9 CPU s, dbt 135 times for 0.7-0.9 (`gc.callbacks` timing the
+collections' own thread). Memory does not grow for it: the raw checks at 200,000 employees, alone, peaked
 at 1,433 MB with the new threshold and 1,585 MB with Python's (the garbage of a young
 collection is the same objects, collected later; what holds memory at scale is arrays and
-frames, which the collector does not count). A threshold someone else set (the operator's
+frames, a few objects however large they are). A threshold someone else set (the operator's
 `sitecustomize`, a test) is left as it is.
 
 Large NumPy arrays are not put on huge pages (`numpy_small_pages`, called by the entry points
