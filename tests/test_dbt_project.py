@@ -423,9 +423,19 @@ def test_the_docs_site_is_rendered_in_process_from_the_project_s_parse(tmp_path,
     """`generate_docs` runs dbt through `dbtRunner` in the run's process: the site is written,
     dbt reuses the project's parse (it would rewrite the parse file had it parsed again), and
     the environment dbt's profile read is given back as it was."""
+    import subprocess
+
     from pipelines.defs.dbt import DOCS_FILES, dbt_project, generate_docs, target_dir
     from pipelines.defs.dbt_cli import PARSE_FILE
 
+    started: list[str] = []
+    popen = subprocess.Popen
+
+    def recorded(args, *rest, **kwargs):
+        started.append(str(args))
+        return popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)
     settings = Settings(sources_dir=tmp_path / "sources", warehouse_dir=tmp_path / "wh")
     before = dict(os.environ)
     written = generate_docs(settings)
@@ -435,6 +445,8 @@ def test_the_docs_site_is_rendered_in_process_from_the_project_s_parse(tmp_path,
     project_parse = Path(dbt_project.project_dir) / "target" / PARSE_FILE
     assert (target_dir(settings) / PARSE_FILE).read_bytes() == project_parse.read_bytes()
     assert dict(os.environ) == before
+    # no dbt process (dbt itself asks `uname -p` for its run's metadata)
+    assert not [c for c in started if "dbt" in c], started
 
 
 def test_a_docs_failure_says_what_dbt_said_and_leaves_the_environment(tmp_path, monkeypatch):
