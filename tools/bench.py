@@ -318,14 +318,13 @@ def sql_only_seconds(warehouse: Path) -> float:
     one plain DuckDB session."""
     import duckdb
 
+    from pipelines.defs.dbt_cli import DBT_EXECUTABLE
     from pipelines.lib.duckdb_plugin import register
     from pipelines.lib.settings import Settings
 
     settings = Settings.from_env(os.environ, warehouse_dir=warehouse)
     env = {**os.environ, **settings.dbt_env()}
     target = warehouse / "bench-dbt-target"
-    from pipelines.defs.dbt_cli import DBT_EXECUTABLE
-
     subprocess.run(
         [
             DBT_EXECUTABLE,  # dbt of this environment (`python -m dbt.cli.main` warns)
