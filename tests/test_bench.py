@@ -170,6 +170,54 @@ def test_the_scale_summary_prices_what_grows_with_the_data_against_the_plain_scr
     assert out["memory_mb_per_1000_employees"]["50000"] == 26.0
 
 
+def test_the_marginal_cost_ratio_is_split_by_phase_and_priced_against_the_sql_alone():
+    def size(n: int, steps: dict[str, float], total: float, plain: float, sql: float) -> dict:
+        out = _size(n, total, plain, 1000.0)
+        out["full"]["steps"] = {
+            k: {"cpu_s": v, "wall_s": v, "peak_rss_mb": 1.0} for k, v in steps.items()
+        }
+        out["sql_only"] = {"cpu_s": sql, "wall_s": sql / 2}
+        return out
+
+    small = {
+        "raw__employees": 2.0,
+        "raw__incidents": 3.0,
+        "raw_quality_suites": 10.0,
+        "warehouse_dbt": 20.0,
+        "certification_statistics": 4.0,
+        "programme_career_statistics": 9.0,
+        "report__quarterly_talent_report": 5.0,
+    }
+    large = {
+        "raw__employees": 6.0,
+        "raw__incidents": 9.0,
+        "raw_quality_suites": 30.0,
+        "warehouse_dbt": 40.0,
+        "certification_statistics": 16.0,
+        "programme_career_statistics": 25.0,
+        "report__quarterly_talent_report": 7.0,
+    }
+    # the runs' CPU: the steps' and 8 s (then 10 s) outside them
+    sizes = {
+        50_000: size(50_000, small, sum(small.values()) + 8.0, 4.0, 10.0),
+        200_000: size(200_000, large, sum(large.values()) + 10.0, 14.0, 28.0),
+    }
+    out = bench.scale_summary(sizes)
+    parts = out["marginal_cost_ratio_by_phase"]
+    # growth over the plain script's 10 s: ingest (6 + 9 - 2 - 3), checks 20, dbt 20,
+    # statistics (16 + 25 - 4 - 9), report 2, outside the steps 2; the SQL alone 18
+    assert parts["ingest"] == 1.0 and parts["checks"] == 2.0 and parts["dbt"] == 2.0
+    assert parts["statistics"] == 2.8 and parts["report"] == 0.2
+    assert parts["outside steps"] == 0.2 and parts["roi"] == 0.0
+    assert parts["dbt SQL alone"] == 1.8
+    assert out["marginal_cost_ratio"] == 8.2
+    assert sum(v for k, v in parts.items() if k != "dbt SQL alone") == pytest.approx(8.2)
+    # an earlier scale run without the SQL alone: the phases still add up, no floor beside them
+    for s in sizes.values():
+        del s["sql_only"]
+    assert "dbt SQL alone" not in bench.scale_summary(sizes)["marginal_cost_ratio_by_phase"]
+
+
 def test_the_sampler_gives_each_step_its_time_cpu_and_peak_memory(tmp_path):
     log = tmp_path / "run.log"
     log.write_text("[    1 s] ingest     raw__employees                     done in 1.0 s\n")

@@ -9,8 +9,8 @@
 3. adds the held-back day and runs the nightly job again (`talent run --skip-report`: the
    incremental run; the nightly schedule never renders the report), then once more with no new
    file (a night on which nothing was delivered: `unchanged_run_cpu_s`, not a target);
-4. runs the same dbt models' compiled SQL in one plain DuckDB session (`sql_only_s`), to show
-   what orchestration adds;
+4. runs the same dbt models' compiled SQL in one plain DuckDB session (`sql_only_s`, its CPU
+   `sql_only_cpu_s`), to show what orchestration adds;
 5. runs `bench/plain_script.py` on the same CSV files: the core marts as one plain DuckDB
    script computes them (`plain_script_cpu_s`), the yardstick of what the figures cost;
 6. runs `talent run` on the bundled sample (`sources/sample`) on a fresh warehouse, with a
@@ -313,9 +313,13 @@ def dbt_project_args(target: Path) -> list[str]:
     ]
 
 
-def sql_only_seconds(warehouse: Path) -> float:
+def sql_only(warehouse: Path) -> dict:
     """Run every dbt model's compiled SQL, as a full build compiles it, in dependency order, in
-    one plain DuckDB session."""
+    one plain DuckDB session: its wall time and CPU seconds (DuckDB's threads are this
+    process's; the CPU of the dbt compile before it is not counted). What the models' SQL
+    costs without dbt, the floor under the dbt step."""
+    import resource
+
     import duckdb
 
     from pipelines.defs.dbt_cli import DBT_EXECUTABLE
@@ -371,7 +375,7 @@ def sql_only_seconds(warehouse: Path) -> float:
                 f"select * from build.{node['schema']}.{node['alias']}"
             )
         con.execute("detach build")
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
         for key in order:
             node = models[key]
             con.execute(f"create schema if not exists {node['schema']}")
@@ -380,7 +384,9 @@ def sql_only_seconds(warehouse: Path) -> float:
                 f"create or replace {kind} {node['schema']}.{node['alias']} as "
                 f"{node['compiled_code']}"
             )
-        return round(time.monotonic() - t0, 2)
+        wall, cpu1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_SELF)
+        cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+        return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
     finally:
         con.close()
 
@@ -514,6 +520,7 @@ def _table(results: dict) -> str:
         ),
         ("peak RSS, process tree (MB)", *(f"{results[r]['peak_rss_mb']:.0f}" for r in runs)),
         ("dbt SQL alone, one DuckDB session (s)", f"{results['sql_only_s']:.1f}", *blank),
+        ("dbt SQL alone, CPU (s)", f"{results['sql_only_cpu_s']:.1f}", *blank),
         ("plain script, CPU (s)", f"{results['plain_script_cpu_s']:.1f}", *blank),
     ]
     if results.get("dbt_rebuild_sample_cpu_s") is not None:
@@ -631,7 +638,8 @@ SCALE_TARGETS = {"full_wall_s": 900, "peak_rss_mb": 6000, "nightly_wall_s": 120,
 
 def measure_company(args: argparse.Namespace, employees: int) -> dict:
     """One company of the scale run: generated (or its cached copy), run in full, one day
-    more, a night without files, and the plain script on the same files."""
+    more, a night without files, the dbt models' SQL alone, and the plain script on the same
+    files."""
     sub = argparse.Namespace(**{**vars(args), "employees": employees})
     sub.work = args.work / f"scale-{employees}"
     sources, pending, held, generate_s, params = prepare_company(sub)
@@ -647,6 +655,8 @@ def measure_company(args: argparse.Namespace, employees: int) -> dict:
     nightly = run_pipeline(sources, warehouse, work / "incremental-run.log", work, report=False)
     print(f"{employees:,}: nightly without new files ...", flush=True)
     unchanged = run_pipeline(sources, warehouse, work / "unchanged-run.log", work, report=False)
+    print(f"{employees:,}: dbt SQL in one DuckDB session ...", flush=True)
+    sql_alone = sql_only(warehouse)
     print(f"{employees:,}: plain script ...", flush=True)
     plain = run_plain_script(sources, work)
     gt = json.loads((sources / "ground_truth.json").read_text())
@@ -657,9 +667,37 @@ def measure_company(args: argparse.Namespace, employees: int) -> dict:
         "full": full,
         "incremental": nightly,
         "unchanged": unchanged,
+        "sql_only": sql_alone,
         "plain_script": plain,
         "params": params,
     }
+
+
+def phase_cpu(run: dict) -> dict[str, float]:
+    """A run's CPU seconds by phase: its steps' CPU of the process tree, summed per phase, and
+    `outside steps` for the rest of the run's CPU (start-up, loading the definitions, Dagster
+    between and after the steps)."""
+    out = dict.fromkeys(PHASES, 0.0)
+    for step, figures in run.get("steps", {}).items():
+        out[phase_of(step)] += figures["cpu_s"]
+    out["outside steps"] = run["cpu_s"] - sum(out.values())
+    return out
+
+
+def marginal_by_phase(sizes: dict[int, dict], a: int, b: int) -> dict[str, float] | None:
+    """Where the marginal cost ratio from `a` to `b` employees comes from: each phase's CPU
+    growth over the plain script's (the parts add up to the ratio), and beside them the growth
+    of the dbt models' SQL run alone in one DuckDB session (`dbt SQL alone`: the floor under
+    the dbt phase, what any tool running these models pays)."""
+    plain = sizes[b]["plain_script"]["cpu_s"] - sizes[a]["plain_script"]["cpu_s"]
+    if plain <= 0:
+        return None
+    small, large = phase_cpu(sizes[a]["full"]), phase_cpu(sizes[b]["full"])
+    out = {p: round((large[p] - small[p]) / plain, 2) for p in large}
+    if "sql_only" in sizes[a] and "sql_only" in sizes[b]:
+        sql = sizes[b]["sql_only"]["cpu_s"] - sizes[a]["sql_only"]["cpu_s"]
+        out["dbt SQL alone"] = round(sql / plain, 2)
+    return out
 
 
 def scale_summary(sizes: dict[int, dict]) -> dict:
@@ -680,8 +718,12 @@ def scale_summary(sizes: dict[int, dict]) -> dict:
     }
     if 200_000 in sizes and small < 200_000:
         out["marginal_cost_ratio"] = marginal(small, 200_000)
+        out["marginal_cost_ratio_by_phase"] = marginal_by_phase(sizes, small, 200_000)
     if len(ordered) > 1:
         out[f"marginal_cost_ratio_{ordered[-2]}_to_{large}"] = marginal(ordered[-2], large)
+        out[f"marginal_cost_ratio_{ordered[-2]}_to_{large}_by_phase"] = marginal_by_phase(
+            sizes, ordered[-2], large
+        )
     biggest = sizes[large]
     # memory per 1,000 more employees between consecutive sizes: linear growth keeps it flat
     per_more = [
@@ -742,6 +784,10 @@ def _scale_table(sizes: dict[int, dict]) -> str:
         ("plain script, CPU (s)", *(f"{sizes[n]['plain_script']['cpu_s']:.0f}" for n in ordered)),
         ("generator (s)", *(f"{sizes[n]['generate_s']:.0f}" for n in ordered)),
     ]
+    if all("sql_only" in sizes[n] for n in ordered):
+        rows.append(
+            ("dbt SQL alone, CPU (s)", *(f"{sizes[n]['sql_only']['cpu_s']:.0f}" for n in ordered))
+        )
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows)
 
@@ -800,7 +846,7 @@ def main(argv: list[str] | None = None) -> dict:
     print("nightly without new files ...", flush=True)
     unchanged = run_pipeline(sources, warehouse, work / "unchanged-run.log", work, report=False)
     print("dbt SQL in one DuckDB session ...", flush=True)
-    sql_only = sql_only_seconds(warehouse)
+    sql_alone = sql_only(warehouse)
     print("plain script ...", flush=True)
     plain = run_plain_script(sources, work)
     floor = dbt_rebuild = None
@@ -831,7 +877,8 @@ def main(argv: list[str] | None = None) -> dict:
         # a night on which no export delivered anything (not a target; what such a night costs)
         "unchanged_run_cpu_s": unchanged["cpu_s"],
         "peak_rss_mb": max(full["peak_rss_mb"], incremental["peak_rss_mb"]),
-        "sql_only_s": sql_only,
+        "sql_only_s": sql_alone["wall_s"],
+        "sql_only_cpu_s": sql_alone["cpu_s"],
         "plain_script_s": plain["wall_s"],
         "plain_script_cpu_s": plain["cpu_s"],
         "full_over_plain_script_cpu": round(full["cpu_s"] / plain["cpu_s"], 2),
