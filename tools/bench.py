@@ -313,6 +313,15 @@ def dbt_project_args(target: Path) -> list[str]:
     ]
 
 
+def profile_duckdb_settings() -> dict:
+    """The DuckDB settings of the dbt profile's DuckDB target (`config_options` in
+    `dbt_project/profiles.yml`)."""
+    import yaml
+
+    profiles = yaml.safe_load((DBT_PROJECT_DIR / "profiles.yml").read_text())
+    return dict(profiles["talent_metrics"]["outputs"]["dev"]["config_options"])
+
+
 def sql_only(warehouse: Path) -> dict:
     """Run every dbt model's compiled SQL, as a full build compiles it, in dependency order, in
     one plain DuckDB session: its wall time and CPU seconds (DuckDB's threads are this
@@ -362,7 +371,9 @@ def sql_only(warehouse: Path) -> dict:
     db = warehouse / "bench-sql-only" / settings.build_db.name
     db.parent.mkdir(parents=True, exist_ok=True)
     db.unlink(missing_ok=True)
-    con = duckdb.connect(str(db))
+    # DuckDB's settings as the dbt profile gives them to the build (threads, memory limit,
+    # insertion order, allocator): the same SQL under the same settings
+    con = duckdb.connect(str(db), config=profile_duckdb_settings())
     try:
         register(con, settings.pseudonym_key)  # the same pseudonym() dbt registers
         con.execute(f"attach '{settings.raw_db}' as raw (read_only)")
