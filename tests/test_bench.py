@@ -38,6 +38,7 @@ def test_harness_writes_results_with_positive_figures(bench_run):
         "unchanged_run_cpu_s",
         "peak_rss_mb",
         "sql_only_s",
+        "sql_only_cpu_s",
     ):
         assert results[key] > 0, key
     assert results["scale"]["employees"] == EMPLOYEES and results["scale"]["years"] == YEARS
