@@ -913,6 +913,14 @@ def main(argv: list[str] | None = None) -> dict:
             results["scale_run"] = earlier["scale_run"]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results, indent=2) + "\n")
+    _print_results(results)
+    print(f"wrote {args.results}")
+    return results
+
+
+def _print_results(results: dict) -> None:
+    """`make bench`'s figures as it prints them: the table, the targets, the ratios, the
+    sample's budgets and where each run peaked."""
     print(_table(results))
     for name, t in results["targets"].items():
         print(f"{'met ' if t['met'] else 'MISSED'}  {name}: {t['measured']} (target {t['target']})")
@@ -934,8 +942,6 @@ def main(argv: list[str] | None = None) -> dict:
             f"peak RSS of the {run} run at {where.get('seconds_into_run')} s, after "
             f"'{where.get('last_progress_line', '')}': {procs}"
         )
-    print(f"wrote {args.results}")
-    return results
 
 
 if __name__ == "__main__":
