@@ -318,8 +318,11 @@ def profile_duckdb_settings() -> dict:
     `dbt_project/profiles.yml`)."""
     import yaml
 
+    from pipelines.lib.targets import PROFILE_TARGETS
+
     profiles = yaml.safe_load((DBT_PROJECT_DIR / "profiles.yml").read_text())
-    return dict(profiles["talent_metrics"]["outputs"]["dev"]["config_options"])
+    output = profiles["talent_metrics"]["outputs"][PROFILE_TARGETS["duckdb"]]
+    return dict(output["config_options"])
 
 
 def sql_only(warehouse: Path) -> dict:
