@@ -501,7 +501,7 @@ def test_talent_dbt_names_a_workdir_it_cannot_start_in(tmp_path):
     assert f"TALENT_DBT_WORKDIR={missing}" in ran.stderr and "warehouse folder" in ran.stderr
 
 
-def _suppression_macro():
+def _suppression_macro(target_type: str = "duckdb", spark_rounds: int = 8):
     import types
 
     import jinja2
@@ -509,14 +509,17 @@ def _suppression_macro():
     def refuse(message):
         raise AssertionError(message)
 
+    def var(name, default=None):
+        return {"min_group_size": 5, "suppression_rounds_spark": spark_rounds}[name]
+
     source = (DBT_PROJECT_DIR / "macros" / "suppression.sql").read_text()
     return (
         jinja2.Environment()
         .from_string(
             source,
             globals={
-                "var": lambda name: {"min_group_size": 5}[name],
-                "target": types.SimpleNamespace(type="duckdb"),
+                "var": var,
+                "target": types.SimpleNamespace(type=target_type),
                 "exceptions": types.SimpleNamespace(raise_compiler_error=refuse),
             },
         )
@@ -524,61 +527,77 @@ def _suppression_macro():
     )
 
 
-def _suppressed_by_hand(rows, lines, rounds=2, k=5):
+def _suppressed_by_hand(rows, lines, k=5):
     """suppress_small_groups' rule written out row by row: hidden when 1..k-1 people or
-    unknown; then, `rounds` times over every line in turn, each line with exactly one hidden
-    row hides its smallest shown non-empty row (ties by the order of the key columns), all
-    lines of a pass judged on the rows hidden before it. The reason: the first that hid it."""
+    unknown; then, round after round until a round hides nothing, over every line in turn: a
+    line with exactly one hidden row hides its smallest shown non-empty row (ties by the order
+    of the key columns), or, when it has none, every row of the line; all lines of a pass are
+    judged on the rows hidden before it. The reason: the first that hid it. Returns the hidden
+    flags, the reasons and how many rounds hid something."""
     size = [r["n"] or 0 for r in rows]
     hidden = [r["n"] is None or 1 <= r["n"] <= k - 1 for r in rows]
     reason = [f"fewer than {k} people" if h else None for h in hidden]
-    for _ in range(rounds):
+    rounds = 0
+    while True:
+        before = list(hidden)
         for line in lines:
             members = {}
             for i, r in enumerate(rows):
                 members.setdefault(tuple(r[c] for c in line), []).append(i)
             picked = []
             for ids in members.values():
-                if sum(hidden[i] for i in ids) == 1:
-                    shown = [i for i in ids if not hidden[i] and size[i] > 0]
-                    if shown:
-                        picked.append(
-                            min(shown, key=lambda i: (size[i], rows[i]["a"], rows[i]["b"]))
+                if sum(hidden[i] for i in ids) != 1:
+                    continue
+                shown = [i for i in ids if not hidden[i] and size[i] > 0]
+                if shown:
+                    best = min(shown, key=lambda i: (size[i], rows[i]["a"], rows[i]["b"]))
+                    picked.append(
+                        (
+                            best,
+                            "complementary: the line ({}) would give a hidden row "
+                            "back by subtraction",
                         )
-            for i in picked:
+                    )
+                else:
+                    picked += [
+                        (i, "the line ({}) could not be protected: hidden whole")
+                        for i in ids
+                        if not hidden[i]
+                    ]
+            for i, why in picked:
                 hidden[i] = True
-                reason[i] = (
-                    f"complementary: the line ({', '.join(line)}) would give a hidden row "
-                    "back by subtraction"
-                )
-    return hidden, reason
+                reason[i] = why.format(", ".join(line))
+        if hidden == before:
+            return hidden, reason, rounds
+        rounds += 1
 
 
-def test_small_group_suppression_follows_its_rule_row_by_row():
-    """The SQL of `suppress_small_groups` (one window a pass, the reasons written at the end)
-    against the rule written out in Python, on random two-way tables with empty and unknown
-    cells and many ties."""
+def _cells(rng):
+    return [
+        {"a": a, "b": b, "n": rng.choice([None, 0, 2, 3, 5, 6, 7, 8, 9, 10, 12, 20, 30])}
+        for a in range(rng.randint(2, 6))
+        for b in range(rng.randint(2, 6))
+        if rng.random() < 0.95
+    ]
+
+
+def test_small_group_suppression_follows_its_rule_row_by_row_to_a_fixed_point():
+    """The SQL of `suppress_small_groups` (a recursive CTE, one round a step, the reasons
+    written at the end) against the rule written out in Python, on random two-way tables with
+    empty and unknown cells and many ties; the tables include some that need three rounds or
+    more and lines that can only be hidden whole. The Spark form (rounds written out) gives the
+    same result on every table that needs no more rounds than it writes out."""
     import random
 
-    macro = _suppression_macro()
-    sql = macro.suppress_small_groups(
-        "cells",
-        size="n",
-        measures=["n", "m"],
-        lines=["a", "b"],
-        order_by="a, b",
-        keep=["a", "b"],
-    )
+    kwargs = dict(size="n", measures=["n", "m"], lines=["a", "b"], order_by="a, b", keep=["a", "b"])
+    recursive = _suppression_macro().suppress_small_groups("cells", **kwargs)
+    written_out = _suppression_macro("spark", 4).suppress_small_groups("cells", **kwargs)
+    assert "recursive" in recursive and "recursive" not in written_out
     rng = random.Random(7)
     con = duckdb.connect()
-    complements = 0
-    for _ in range(60):
-        rows = [
-            {"a": a, "b": b, "n": rng.choice([None, 0, 1, 2, 3, 4, 5, 5, 6, 7, 9, 12, 30])}
-            for a in range(rng.randint(1, 5))
-            for b in range(rng.randint(1, 5))
-            if rng.random() < 0.9
-        ]
+    complements = deep = whole = 0
+    for _ in range(120):
+        rows = _cells(rng)
         if not rows:
             continue
         con.execute("create or replace table cells (a integer, b integer, n integer, m double)")
@@ -586,19 +605,29 @@ def test_small_group_suppression_follows_its_rule_row_by_row():
             "insert into cells values (?, ?, ?, ?)",
             [(r["a"], r["b"], r["n"], None if r["n"] is None else r["n"] / 2) for r in rows],
         )
-        got = {
-            (a, b): (n, m, hidden, why)
-            for a, b, n, m, hidden, why in con.execute(
-                f"select a, b, n, m, suppressed, suppression_reason from ({sql})"
-            ).fetchall()
+        hidden, reason, rounds = _suppressed_by_hand(rows, [["a"], ["b"]])
+        expected = {
+            (r["a"], r["b"]): (
+                None if h else r["n"],
+                None if h or r["n"] is None else r["n"] / 2,
+                h,
+                why,
+            )
+            for r, h, why in zip(rows, hidden, reason, strict=True)
         }
-        hidden, reason = _suppressed_by_hand(rows, [["a"], ["b"]])
-        for r, h, why in zip(rows, hidden, reason, strict=True):
-            n = None if h else r["n"]
-            m = None if h or r["n"] is None else r["n"] / 2
-            assert got[(r["a"], r["b"])] == (n, m, h, why), (rows, r)
+        for sql in [recursive] + ([written_out] if rounds <= 4 else []):
+            got = {
+                (a, b): tuple(rest)
+                for a, b, *rest in con.execute(
+                    f"select a, b, n, m, suppressed, suppression_reason from ({sql})"
+                ).fetchall()
+            }
+            assert got == expected, (rows, rounds)
         complements += sum(w is not None and w.startswith("complementary") for w in reason)
-    assert complements > 20  # the tables exercise complementary suppression, not only the primary
+        whole += sum(w is not None and w.endswith("hidden whole") for w in reason)
+        deep += rounds >= 3
+    # the tables exercise every part of the rule, not only the primary
+    assert complements > 100 and whole > 5 and deep > 3, (complements, whole, deep)
 
 
 def test_dbt_s_cursors_run_with_the_profile_s_duckdb_settings(tmp_path):

@@ -1,6 +1,3 @@
--- sqlfluff:max_parse_depth:1200
--- (four rounds over two lines nest the suppression eight subqueries deep, beyond the linter's default;
--- two rounds left a line with a single hidden cell in a generated company of 50,000 employees)
 -- Analyst-facing level mix: restricted.level_mix with cells of 1..min_group_size-1 people
 -- suppressed, and cells whose role family or level certification_coverage hides on the same day.
 -- Lines: the levels of a role family add up to it, the role families of a level to the level.
@@ -39,7 +36,6 @@ suppressed as (
         measures=['headcount'],
         lines=['month_end, role_family', 'month_end, skill_level'],
         order_by='role_family, skill_level',
-        rounds=4,
         keep=['month_end', 'role_family', 'skill_level'],
     ) }}
 ),

@@ -1,5 +1,3 @@
--- sqlfluff:max_parse_depth:1200
--- (four rounds over two lines nest the suppression eight subqueries deep, beyond the linter's default)
 -- Analyst-facing programme outcomes: restricted.programme_outcomes with every row of
 -- 1..min_group_size-1 participants suppressed. Lines: the entry levels of a (programme, track,
 -- cohort) add up to its 'all' row; the cohorts of a (programme, track, entry level) add up to
@@ -25,7 +23,6 @@ suppressed as (
             'programme_type, certification_code, entry_level',
         ],
         order_by='cohort_quarter, entry_level',
-        rounds=4,
         keep=['programme_type', 'certification_code', 'cohort_quarter', 'entry_level'],
     ) }}
 ),

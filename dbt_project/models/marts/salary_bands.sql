@@ -43,7 +43,6 @@ suppressed as (
         ],
         lines=['quarter_end, role_family', 'quarter_end, skill_level'],
         order_by='role_family, skill_level',
-        rounds=3,
         keep=['quarter_end', 'skill_level', 'role_family', 'band_low_usd', 'band_high_usd', 'pay_without_spread'],
     ) }}
 ),
