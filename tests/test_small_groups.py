@@ -147,3 +147,30 @@ def test_people_phrase_names_a_small_group_by_the_minimum(n, k, text):
 )
 def test_small_group_mentions(text, found):
     assert small_group_mentions(text, 5) == found
+
+
+def test_an_effect_of_few_engineers_quotes_neither_them_nor_their_incidents():
+    from pipelines.lib.effects import incidents, mttr
+    from pipelines.lib.effects.result import Effect
+
+    # the example of the published file: one engineer with 2 incidents before and 8 while
+    few = {"switchers": 1, "cohorts": 1, "events_before": 2, "events_during": 8}
+    e = Effect("incident_rate_ratio", "", "", "")
+    assert not incidents._check_minimums(e, few, 5)
+    text = f"{e.not_estimable_reason} | {e.data_needed}"
+    assert "fewer than 5 engineers certified while observed" in text
+    assert small_group_mentions(text, 5) == []
+    assert "2 incidents" not in text and "8 while" not in text and "1 distinct" not in text
+    # the gap to each minimum would give the counts back (20 - 2 = 18): the minimums instead
+    assert "at least 20 incidents of these engineers before they certify" in text
+    assert "more" not in e.data_needed
+    # from the minimum group size on, the counts are quoted
+    many = {"switchers": 12, "cohorts": 4, "events_before": 2, "events_during": 8}
+    e = Effect("incident_rate_ratio", "", "", "")
+    assert not incidents._check_minimums(e, many, 5)
+    assert "12 engineers certified" in e.not_estimable_reason
+    assert "with 2 incidents before and 8 while certified" in e.not_estimable_reason
+    assert "about 8 more engineers" in e.data_needed
+    reason, needed = mttr._minimums({"switchers": 3, "before": 4, "during": 40}, 5)
+    assert "fewer than 5 responders" in reason and "4 and 40" not in reason
+    assert small_group_mentions(f"{reason} {needed}", 5) == []

@@ -152,9 +152,13 @@ def window_of(months: pd.Series) -> tuple:
     return (ts.min().date(), ts.max().date())
 
 
-def shortfall(have: int, need: int, unit: str) -> str | None:
-    """ "about N more <unit>" when ``have`` is short of ``need``."""
-    return f"about {need - have} more {unit}" if have < need else None
+def shortfall(have: int, need: int, unit: str, small_group: bool = False) -> str | None:
+    """ "about N more <unit>" when ``have`` is short of ``need``. Of a group of fewer people
+    than the minimum group size (``small_group``) the gap would give its count away, so the
+    text names what is needed instead: "at least <need> <unit>"."""
+    if have >= need:
+        return None
+    return f"at least {need} {unit}" if small_group else f"about {need - have} more {unit}"
 
 
 def fmt(x: float) -> str:
