@@ -142,6 +142,7 @@ def test_people_phrase_names_a_small_group_by_the_minimum(n, k, text):
         ("about 3 more engineers who certify", []),
         ("a rate of 2.4 people per team; 0.3 engineers", []),
         ("2 incidents before and 8 while certified", []),
+        ("rows of 1 to min_group_size-1 people; one row per engineer", []),
         (None, []),
     ],
 )

@@ -139,15 +139,16 @@ PEOPLE_NOUNS = (
     "students?|trainees?|starters?|joiners?|holders?|candidates?|attendees?|managers?|"
     "staff|respondents?"
 )
-# a number, at most one word, then a noun of people; the number not part of a larger one
+# a number, at most one word, then a noun of people; the number not part of a larger one, a
+# decimal or a name ("1.5", "1,204", "size-1", "k_1")
 MENTION = (
-    r"(?i)(?:^|[^0-9a-z.,])((?:[0-9]+|" + "|".join(NUMBER_WORDS) + r"))\s+"
+    r"(?i)(?:^|[^0-9a-z.,_-])((?:[0-9]+|" + "|".join(NUMBER_WORDS) + r"))\s+"
     r"(?:([a-z-]+)\s+)?(" + PEOPLE_NOUNS + r")\b"
 )
 _MENTION = re.compile(MENTION)
 # words between the number and the noun that make it something other than the group's size
-# ("about 3 more engineers": how many are missing)
-NOT_A_GROUP = frozenset({"more", "fewer", "less", "additional", "extra"})
+# ("about 3 more engineers": how many are missing; "one per engineer": a grain)
+NOT_A_GROUP = frozenset({"more", "fewer", "less", "additional", "extra", "per"})
 
 
 def _number(word: str) -> int:

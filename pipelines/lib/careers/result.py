@@ -294,7 +294,9 @@ COMPARISON_TABLE = (
     "certify, first-attempt pass odds ratio, voluntary exit hazard ratio, and the "
     "within-engineer incident rate and MTTR ratios of engineers whose first certification came "
     "through the programme; naive figures beside. Grain: one row per (programme_type, metric). "
-    "Method: docs/statistics.md."
+    "A row that is not estimable shows no figure and no interval, naive or adjusted, and says "
+    "why and what would make it estimable (restricted.programme_comparison keeps the naive "
+    "figure). Method: docs/statistics.md."
 )
 COMPARISON_DESCRIPTIONS = {
     "programme_type": "bootcamp, vendor_partnership, apprenticeship or internal (online is the "
@@ -367,7 +369,9 @@ TIME_IN_LEVEL_DESCRIPTIONS = {
 PROMOTION_TABLE = (
     "Whether holding a certification is followed by promotion: Cox hazard ratio of promotion "
     "while certified vs not, on the tenure scale at the same skill level; naive figure beside. "
-    "Grain: one row (metric promotion_hazard_ratio). Method: docs/statistics.md."
+    "Grain: one row (metric promotion_hazard_ratio). When not estimable it shows no figure, "
+    "naive or adjusted (restricted.promotion_effect keeps the naive one). Method: "
+    "docs/statistics.md."
 )
 PROMOTION_DESCRIPTIONS = {
     **EFFECT_DESCRIPTIONS,

@@ -23,7 +23,7 @@ METHOD = (
     "indicators for holding an active certification when the incident opened, for a lapsed "
     "certification, for severity and for skill level. exp(coefficient) is the ratio of "
     "geometric mean resolve times, certified / the same responder before certifying. Each "
-    "incident has one primary responder, so clustering by responder also keeps an incident's "
+    "incident has a single primary responder, so clustering by responder also keeps an incident's "
     "rows together; bias-reduced cluster-robust covariance (CR2, Bell-McCaffrey) with "
     "Satterthwaite degrees of freedom for the Student-t interval."
 )
