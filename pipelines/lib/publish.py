@@ -217,10 +217,9 @@ def publish(
 ) -> PublishResult:
     """Copy the analyst-facing schemas of `build_db` into `published_db`, atomically.
 
-    Raises PublishError (and leaves `published_db` untouched) when the build has no marts, a
-    published column would expose personal data, a published count of people is smaller than
-    `min_group_size` (see GROUP_SIZE_COLUMNS), or a published text quotes such a group
-    (`small_groups_in_text`).
+    Raises PublishError (and leaves `published_db` untouched) when the build has no marts, or
+    it would publish personal data or a group of fewer than `min_group_size` people, as a count
+    (GROUP_SIZE_COLUMNS) or in text (`small_groups_in_text`).
 
     With `postgres`, the checked file's marts are also loaded into that database and swapped
     with its schema `marts` inside one transaction, which commits right after the file is
