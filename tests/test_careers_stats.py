@@ -11,6 +11,7 @@ voluntary exits from a hazard with known programme multipliers on top of a certi
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from pipelines.lib.effects.prepare import (
     prepare_engineer_months,
 )
 from pipelines.lib.roi.assumptions import DEFAULT_ASSUMPTIONS_PATH, base_params, load_assumptions
+from pipelines.lib.small_groups import small_group_mentions
 
 AS_OF = pd.Timestamp("2024-12-31")
 DAYS = 30.4375
@@ -338,7 +340,14 @@ def test_too_small_groups_are_not_estimable_and_say_what_data_is_needed():
         assert (
             "too few" in row["not_estimable_reason"] and "internal" in row["not_estimable_reason"]
         )
-        assert row["data_needed"] and "more" in row["data_needed"], row
+        # three engineers: the text says "fewer than 5" and quotes none of their counts
+        assert "internal: fewer than 5 engineers" in row["not_estimable_reason"], row
+        assert re.search(r"at least 5 engineers (with an attempt )?in internal", row["data_needed"])
+        for text in (row["not_estimable_reason"], row["data_needed"], row["caveats"]):
+            assert small_group_mentions(text, 5) == [], text
+            # neither the internal side's counts nor the gap to the minimum (which gives
+            # them back)
+            assert not re.search(r"internal: [^;)]* with|about \d+ more [^;]* in internal", text)
         assert math.isnan(row["estimate"]) and math.isnan(row["ci_low"])
     assert out["time_to_certify_ratio"]["bootcamp"].estimable
 

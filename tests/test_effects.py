@@ -1212,3 +1212,42 @@ def test_drop_absorbed_keeps_and_drops_the_same_columns_for_dense_and_sparse_des
         np.testing.assert_array_equal(dense_kept, x[:, [0, 2, 5]])
     with pytest.raises(FitError, match="level_3 does not change within any engineer"):
         drop_absorbed(sparse.csc_matrix(x[:, 1:]), names[1:], [groups])
+
+
+def test_a_metric_not_estimable_publishes_no_figure_and_restricted_keeps_the_naive_one(tmp_path):
+    from pipelines.defs.effects import write_effect_mart
+    from pipelines.lib.effects import result
+    from pipelines.lib.publish import publish
+
+    # no certified engineer at all: every metric is not estimable, but the naive figures exist
+    em, inc = simulate(3, n=150, months=24, cert_base=0.0)
+    effects, _ = stats.analyse(em, inc)
+    assert not effects["estimable"].any()
+    # a naive figure beside a withheld estimate, the case a reader takes for the answer
+    effects.loc[0, ["naive_estimate", "naive_ci_low", "naive_ci_high"]] = (0.22, 0.12, 0.42)
+    effects.loc[1, "n_engineers"] = 3
+    build = tmp_path / "build.duckdb"
+    with duckdb.connect(str(build)) as con:
+        write_effect_mart(
+            con,
+            "certification_effect",
+            effects,
+            5,
+            (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+        )
+    publish(build, tmp_path / "talent.duckdb", min_group_size=5)
+    with duckdb.connect(str(tmp_path / "talent.duckdb"), read_only=True) as con:
+        marts = con.execute("select * from marts.certification_effect order by metric").df()
+        schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
+    assert "restricted" not in schemas
+    figures = list(result.FIGURE_COLUMNS)
+    assert marts[figures].isna().all().all(), marts[figures]
+    assert marts["data_needed"].notna().all() and marts["not_estimable_reason"].notna().all()
+    assert marts["n_engineers"].isna().sum() == 1  # the planted 3 engineers
+    with duckdb.connect(str(build), read_only=True) as con:
+        kept = con.execute(
+            "select naive_estimate, naive_ci_low, naive_ci_high from "
+            "restricted.certification_effect where metric = ?",
+            [effects.loc[0, "metric"]],
+        ).fetchone()
+    assert kept == pytest.approx((0.22, 0.12, 0.42))

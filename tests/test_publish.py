@@ -127,7 +127,9 @@ def test_published_file_opens_in_the_duckdb_cli(tmp_path):
     assert out.strip().splitlines()[-1] == str(sum(5 * i for i in range(4)))  # as _build writes
 
 
-@pytest.mark.parametrize("column", ["headcount", "engineers", "participants", "headcount_end"])
+@pytest.mark.parametrize(
+    "column", ["headcount", "engineers", "n_engineers", "participants", "headcount_end"]
+)
 def test_publish_refuses_a_group_smaller_than_the_minimum(tmp_path, column):
     build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
     _build(build, 3, f"create table marts.teams as select 'a' as team, 4 as {column}")
@@ -154,3 +156,33 @@ def test_restricted_detail_is_never_published(tmp_path):
     with duckdb.connect(str(published), read_only=True) as con:
         schemas = {r[0] for r in con.execute("select schema_name from duckdb_tables()").fetchall()}
     assert "restricted" not in schemas
+
+
+def test_publish_refuses_text_that_quotes_a_group_smaller_than_the_minimum(tmp_path):
+    build, published = tmp_path / "build.duckdb", tmp_path / "talent.duckdb"
+    planted = (
+        "create or replace table marts.reasons as select * from (values "
+        "('incident_rate_ratio', 'too little data: 12 engineers certified while observed'), "
+        "('mttr_ratio', 'too little data: fewer than 5 engineers certified while observed'), "
+        "('bootcamp', 'too little data: 3 engineers certified, with 2 incidents before'), "
+        "('internal', 'too little data: 3 engineers certified, with 2 incidents before'), "
+        "('attrition', null)) as t(metric, reason)"
+    )
+    _build(build, 3, planted)
+    with pytest.raises(PublishError) as refused:
+        publish(build, published, min_group_size=5)
+    message = str(refused.value)
+    assert "marts.reasons.reason: 2 row(s) quote a group of 1 to 4 people" in message
+    assert '"3 engineers" in "too little data: 3 engineers certified' in message
+    assert "fewer than 5" in message and "marts.reasons.metric" not in message
+    assert not published.exists()
+    # without the two planted rows, "12 engineers" and "fewer than 5 engineers" are published
+    _build(build, 3, planted.replace("3 engineers", "fewer than 5 engineers"))
+    publish(build, published, min_group_size=5)
+    with duckdb.connect(str(published), read_only=True) as con:
+        assert con.execute("select count(*) from marts.reasons").fetchone()[0] == 5
+    # a number word is a number, and the minimum is the setting's
+    _build(build, 3, "create or replace table marts.notes as select 'two leavers' as note")
+    with pytest.raises(PublishError, match=r'marts\.notes\.note: 1 row\(s\).*"two leavers"'):
+        publish(build, published, min_group_size=5)
+    publish(build, published, min_group_size=2)

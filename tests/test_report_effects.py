@@ -125,6 +125,10 @@ def test_report_quotes_no_number_for_an_effect_not_estimable(not_estimable_repor
     )
     assert 'data-figure="effect-incident_rate_ratio"' not in not_estimable_report
     assert _table_rows(not_estimable_report, "effects")["Incidents"][:2] == ["–", "not estimable"]
+    # the row's naive figure (the fixture keeps it, as the restricted copy does) is not shown
+    # beside the withheld estimate either
+    assert 'data-figure="naive-incident_rate_ratio"' not in not_estimable_report
+    assert _table_rows(not_estimable_report, "effects")["Incidents"][2] == "–"
 
 
 def test_roi_turns_no_unestimable_effect_into_a_return(not_estimable_report):

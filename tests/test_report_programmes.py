@@ -210,7 +210,9 @@ def effect_row(programme, metric, est=None, lo=None, hi=None, finding=False, n=3
         estimable=estimable, finding=finding and estimable,
         not_estimable_reason=None if estimable else kw.get("reason"),
         data_needed=None if estimable else kw.get("needed"),
-        naive_estimate=None if not estimable else est * 0.8, n_engineers=n,
+        # the restricted copy keeps a naive figure of a row that is not estimable
+        naive_estimate=est * 0.8 if estimable else 0.22, naive_ci_low=0.12, naive_ci_high=0.42,
+        n_engineers=n,
         n_events=n // 2, method="planted", comparison="against online", caveats="",
     )  # fmt: skip
 
@@ -457,10 +459,13 @@ def test_every_comparison_reads_through_its_planted_status(programmes):
     assert 'data-figure="effect-time_to_certify_ratio-apprenticeship' not in html
     note = text(table_of(section, "programme-comparison").note)
     assert (
-        "Too few to tell: vendor partnership (voluntary exits); apprenticeship (time to certify, "
-        "first-attempt pass odds, voluntary exits); the reason and the data needed for each are "
-        "in marts.programme_comparison (not_estimable_reason, data_needed)."
+        "Too few to tell, so no figure is shown, and what would make each estimable: vendor "
+        f"partnership: voluntary exits ({NEEDED}); apprenticeship: time to certify and "
+        f"first-attempt pass odds and voluntary exits ({NEEDED}). The reasons in full are in "
+        "marts.programme_comparison (not_estimable_reason)."
     ) in note
+    # the naive figure beside a withheld comparison (planted 0.22 [0.12, 0.42]) is not shown
+    assert "0.22" not in html and "0.42" not in html
 
 
 def test_the_budget_paragraph_counts_only_shown_differences(programmes, episodes):

@@ -4,7 +4,8 @@
 month (`intermediate.int_programme_episodes_complete`) and the statistics' complete-month panels
 (`int_engineer_months_complete`, `int_incident_responses_complete`) read-only from the build
 file, and writes four marts into schema `marts` of the same file with their descriptions as
-comments. `programme_costs` prices the episodes as of the as-of date
+comments; `programme_comparison` and `promotion_effect` also into schema `restricted`, where a
+row that is not estimable keeps the naive figures the published mart leaves out. `programme_costs` prices the episodes as of the as-of date
 (`intermediate.int_programme_episodes`, the episodes `marts.programme_outcomes` counts) with the
 base values of the assumptions file. Both are kept under the same rule as the certification
 statistics (`versions.assess`): inputs, code and the settings they read unchanged leave their
@@ -15,7 +16,13 @@ late delivery reaches back), so a nightly in the middle of a month keeps them.
 import dagster as dg
 
 from pipelines.defs import versions
-from pipelines.defs.effects import _number, read_used
+from pipelines.defs.effects import (
+    _number,
+    read_used,
+    with_restricted_twins,
+    write_effect_mart,
+    write_table,
+)
 from pipelines.defs.resources import TalentResource
 from pipelines.lib import db
 
@@ -39,6 +46,9 @@ MART_KEYS = {
     )
 }
 COSTS_KEY = dg.AssetKey(["marts", "programme_costs"])
+# marts with an `estimable` flag: written with a restricted twin that keeps the naive figures of
+# the rows that are not estimable, which the published mart leaves out
+EFFECT_MARTS = ("programme_comparison", "promotion_effect")
 # what each mart is computed from (the step reads all three and recomputes all five together)
 DEPS = {
     "time_to_certify": [EPISODES_KEY],
@@ -59,17 +69,15 @@ DESCRIPTIONS = {
 }
 
 
-def _write(con, table: str, df) -> None:
-    """Create or replace `marts.<table>` with its descriptions as comments; Arrow turns NaN and
-    pandas' NA into SQL NULL."""
-    import pyarrow as pa
-
+def _write(con, table: str, df, min_group_size: int) -> None:
+    """Create or replace `marts.<table>` with its descriptions as comments; an effect mart
+    (`EFFECT_MARTS`) also `restricted.<table>` (`write_effect_mart`)."""
     from pipelines.lib.careers import MART_DESCRIPTIONS
 
-    arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
-    con.execute("create schema if not exists marts")
-    con.execute(f"create or replace table marts.{table} as select * from arrow")
-    db.describe(con, f"marts.{table}", *MART_DESCRIPTIONS[table])
+    if table in EFFECT_MARTS:
+        write_effect_mart(con, table, df, min_group_size, MART_DESCRIPTIONS[table])
+    else:
+        write_table(con, "marts", table, df, MART_DESCRIPTIONS[table])
 
 
 def comparison_metadata(frame) -> dict:
@@ -137,7 +145,8 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
     """Estimates the programme and career statistics, unless their inputs, code and settings
     are those the marts in the build file were estimated from (`versions.assess`)."""
     s = talent.settings
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    exists = with_restricted_twins(versions.tables_in(s.build_db), EFFECT_MARTS)
+    verdict = versions.assess(context, exists=exists)
     if verdict.kept:
         context.log.info(
             "episodes, panels, code and settings unchanged: the programme and career "
@@ -166,11 +175,16 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
     give_back()  # the fits' memory, before the next step (pipelines/lib/memory.py)
     with db.connect(s.build_db) as con:
         for name in MART_KEYS:
-            _write(con, name, frames[name])
+            _write(con, name, frames[name], s.min_group_size)
+    from pipelines.lib.effects.result import published_effects
+
     for name, key in MART_KEYS.items():
-        context.log.info(f"marts.{name}: {len(frames[name])} rows")
+        frame = frames[name]
+        if name in EFFECT_MARTS:  # what the asset page shows is what is published
+            frame = published_effects(frame, s.min_group_size)
+        context.log.info(f"marts.{name}: {len(frame)} rows")
         yield dg.MaterializeResult(
-            asset_key=key, metadata={**_metadata(name, frames[name]), **verdict.because()}
+            asset_key=key, metadata={**_metadata(name, frame), **verdict.because()}
         )
 
 
@@ -222,7 +236,7 @@ def programme_costs(context: dg.AssetExecutionContext, talent: TalentResource):
     except StatsInputError as exc:
         raise dg.Failure(str(exc)) from exc
     with db.connect(s.build_db) as con:
-        _write(con, "programme_costs", frame)
+        _write(con, "programme_costs", frame, s.min_group_size)
     context.log.info(f"marts.programme_costs: {len(frame)} rows")
     yield dg.MaterializeResult(
         metadata={**_metadata("programme_costs", frame), **verdict.because()}

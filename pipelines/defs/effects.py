@@ -2,7 +2,9 @@
 
 Reads the statistics' panels from the build file (`intermediate.int_engineer_months_complete`
 and `int_incident_responses_complete`: the complete months, the month in progress left out),
-estimates, and writes the two marts back into schema `marts` of the same file. The panels report
+estimates, and writes the two marts back into schema `marts` of the same file, and
+`restricted.certification_effect` beside them: the naive figures of a metric that is not
+estimable, which the published mart leaves out. The panels report
 their content as their data version, so a night that only adds to the month in progress leaves
 them unchanged and the marts are kept (`pipelines/defs/versions.py`). Each DuckDB connection is
 closed before the next step so dbt (a subprocess) can open the file again.
@@ -23,27 +25,50 @@ INPUT_KEYS = [
     dg.AssetKey(["intermediate", "int_engineer_months_complete"]),
     dg.AssetKey(["intermediate", "int_incident_responses_complete"]),
 ]
-OUTPUT_TABLES = ("marts.certification_effect", "marts.certification_event_study")
+OUTPUT_TABLES = (
+    "marts.certification_effect",
+    "restricted.certification_effect",
+    "marts.certification_event_study",
+)
 CODE_VERSION = versions.source_version("pipelines.lib.effects")
 EFFECT_KEY = dg.AssetKey(["marts", "certification_effect"])
 EVENT_STUDY_KEY = dg.AssetKey(["marts", "certification_event_study"])
 
 
-def _write(con, table: str, df) -> None:
-    """Create or replace `marts.<table>` with its descriptions as comments; Arrow turns NaN into
-    SQL NULL (not a float NaN)."""
+def write_table(con, schema: str, table: str, df, described: tuple[str, dict]) -> None:
+    """Create or replace `<schema>.<table>` with its descriptions as comments; Arrow turns NaN
+    and pandas' NA into SQL NULL (not a float NaN)."""
     import pyarrow as pa
 
-    from pipelines.lib.effects import result
-
     arrow = pa.Table.from_pandas(df, preserve_index=False)  # noqa: F841 (used by name in SQL)
-    con.execute("create schema if not exists marts")
-    con.execute(f"create or replace table marts.{table} as select * from arrow")
-    described = {
-        "certification_effect": (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
-        "certification_event_study": (result.EVENT_STUDY_TABLE, result.EVENT_STUDY_DESCRIPTIONS),
-    }
-    db.describe(con, f"marts.{table}", *described[table])
+    con.execute(f"create schema if not exists {schema}")
+    con.execute(f"create or replace table {schema}.{table} as select * from arrow")
+    db.describe(con, f"{schema}.{table}", *described)
+
+
+def write_effect_mart(
+    con, table: str, df, min_group_size: int, described: tuple[str, dict]
+) -> None:
+    """An effect mart twice: `restricted.<table>` (never published) with every figure, the
+    naive one of a row that is not estimable too, and `marts.<table>` as published, where such
+    a row shows no figure and no interval (`published_effects`)."""
+    from pipelines.lib.effects.result import published_effects, restricted_effects
+
+    table_text, columns = described
+    restricted = (f"Restricted copy of marts.{table}, never published: {table_text}", columns)
+    write_table(con, "restricted", table, restricted_effects(df, min_group_size), restricted)
+    write_table(con, "marts", table, published_effects(df, min_group_size), described)
+
+
+def with_restricted_twins(exists, tables: tuple[str, ...]):
+    """`exists` for a step whose marts in `tables` have a restricted twin: the mart counts as
+    present only with its twin (a build file from before the twins is computed again)."""
+
+    def both(key: dg.AssetKey) -> bool:
+        twin = dg.AssetKey(["restricted", key.path[-1]])
+        return exists(key) and (key.path[-1] not in tables or exists(twin))
+
+    return both
 
 
 def _number(x) -> float | None:
@@ -102,7 +127,8 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
     """Estimates the effects, unless their panels, code and settings are those the marts in the
     build file were estimated from (`versions.assess`)."""
     s = talent.settings
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    exists = with_restricted_twins(versions.tables_in(s.build_db), ("certification_effect",))
+    verdict = versions.assess(context, exists=exists)
     if verdict.kept:
         context.log.info(
             "panels, code and settings unchanged: the effects estimated in run "
@@ -169,14 +195,28 @@ def select_used(con, table: str) -> str:
 
 
 def _estimate(s, panels):
-    """Estimate and write both marts (one connection)."""
+    """Estimate and write both marts (one connection), certification_effect with its
+    restricted twin; returns them as published."""
     from pipelines.lib import effects as estimators
+    from pipelines.lib.effects import result
 
     effects, study = estimators.analyse_prepared(panels, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
-        _write(con, "certification_effect", effects)
-        _write(con, "certification_event_study", study)
-    return effects, study
+        write_effect_mart(
+            con,
+            "certification_effect",
+            effects,
+            s.min_group_size,
+            (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+        )
+        write_table(
+            con,
+            "marts",
+            "certification_event_study",
+            study,
+            (result.EVENT_STUDY_TABLE, result.EVENT_STUDY_DESCRIPTIONS),
+        )
+    return result.published_effects(effects, s.min_group_size), study
 
 
 def _log_effects(context, effects) -> None:

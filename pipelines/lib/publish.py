@@ -20,6 +20,7 @@ import duckdb
 
 from pipelines.lib import db
 from pipelines.lib.failpoints import failpoint
+from pipelines.lib.small_groups import mentions_pattern, small_group_mentions
 
 PUBLISHED_SCHEMAS = ("marts",)
 TMP_PREFIX = ".publishing-"
@@ -41,10 +42,13 @@ GROUP_SIZE_COLUMNS = (
     "headcount_end",
     "current_headcount",
     "engineers",
+    "n_engineers",
     "participants",
     "responders",
     "engagements",
 )
+# How long an example value of a text column is quoted in a refusal.
+EXAMPLE_CHARS = 160
 
 
 class PublishError(RuntimeError):
@@ -122,6 +126,43 @@ def small_groups(con: duckdb.DuckDBPyConnection, catalog: str, min_group_size: i
     return problems
 
 
+def small_groups_in_text(
+    con: duckdb.DuckDBPyConnection, catalog: str, min_group_size: int
+) -> list[str]:
+    """Text values that quote a group of 1..min_group_size-1 people ("3 engineers", "two
+    leavers"), one line per VARCHAR column of the published schemas: how many rows, and an
+    example. DuckDB's regular expression picks the candidate values, `small_group_mentions`
+    reads the number."""
+    problems: list[str] = []
+    cols = con.execute(
+        "select schema_name, table_name, column_name from duckdb_columns() "
+        "where database_name = ? and schema_name in (select unnest(?)) "
+        "and data_type = 'VARCHAR' order by all",
+        [catalog, list(PUBLISHED_SCHEMAS)],
+    ).fetchall()
+    for schema, table, column in cols:
+        values = con.execute(
+            f"select {_quote(column)}, count(*) "
+            f"from {_quote(catalog)}.{_quote(schema)}.{_quote(table)} "
+            f"where regexp_matches({_quote(column)}, ?) group by all order by all",
+            [mentions_pattern()],
+        ).fetchall()
+        hits = [
+            (v, n, found) for v, n in values if (found := small_group_mentions(v, min_group_size))
+        ]
+        if not hits:
+            continue
+        value, _, found = hits[0]
+        example = value if len(value) <= EXAMPLE_CHARS else value[: EXAMPLE_CHARS - 1] + "…"
+        problems.append(
+            f"{schema}.{table}.{column}: {sum(n for _, n, _ in hits)} row(s) quote a group of 1 "
+            f'to {min_group_size - 1} people in text, e.g. "{found[0]}" in "{example}"; '
+            f'write "fewer than {min_group_size} <people>" instead of the number '
+            "(pipelines/lib/small_groups.py, people_phrase), and leave out that group's counts"
+        )
+    return problems
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -157,6 +198,14 @@ def _refuse_unsafe(con: duckdb.DuckDBPyConnection, min_group_size: int) -> None:
             "unsuppressed figures belong in schema restricted of the build file "
             "(dbt_project/macros/suppression.sql suppresses a mart)."
         )
+    quoted = small_groups_in_text(con, "published", min_group_size)
+    if quoted:
+        raise PublishError(
+            "refusing to publish: text in the analyst-facing file names groups smaller than "
+            "the minimum group size:\n  " + "\n  ".join(quoted) + "\nThe sentence belongs "
+            'in schema restricted of the build file, or says "fewer than '
+            f'{min_group_size}" of such a group.'
+        )
 
 
 def publish(
@@ -168,9 +217,9 @@ def publish(
 ) -> PublishResult:
     """Copy the analyst-facing schemas of `build_db` into `published_db`, atomically.
 
-    Raises PublishError (and leaves `published_db` untouched) when the build has no marts, a
-    published column would expose personal data, or a published count of people is smaller than
-    `min_group_size` (see GROUP_SIZE_COLUMNS).
+    Raises PublishError (and leaves `published_db` untouched) when the build has no marts, or
+    it would publish personal data or a group of fewer than `min_group_size` people, as a count
+    (GROUP_SIZE_COLUMNS) or in text (`small_groups_in_text`).
 
     With `postgres`, the checked file's marts are also loaded into that database and swapped
     with its schema `marts` inside one transaction, which commits right after the file is

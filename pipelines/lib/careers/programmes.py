@@ -28,6 +28,7 @@ from pipelines.lib.careers.result import (
 from pipelines.lib.effects.cox import MAX_LOG, CoxFit, fit_counting_process, watched_fit
 from pipelines.lib.effects.fit import CONFIDENCE
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall
+from pipelines.lib.small_groups import is_small, people_phrase
 
 MIN_EVENTS = 10  # certifications / first attempts of each outcome / exits, per side
 Z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
@@ -368,22 +369,29 @@ def _too_small(
     in the reference. ``counts``: side -> (engineers, events)."""
     needs = []
     for side, (engineers, events) in counts.items():
+        small = is_small(engineers, min_group_size)
         needs += [
-            shortfall(engineers, min_group_size, f"engineers in {side}"),
-            shortfall(events, MIN_EVENTS, f"{what} in {side}"),
+            shortfall(engineers, min_group_size, f"engineers in {side}", small),
+            shortfall(events, MIN_EVENTS, f"{what} in {side}", small),
         ]
     needs = [n for n in needs if n]
     if needs:
-        # counts as "noun: figures", never "<n> engineers": the report names each count once
-        people = ", ".join(f"{side} {n}" for side, (n, _) in counts.items())
-        events = ", ".join(f"{side} {k}" for side, (_, k) in counts.items())
+        sides = "; ".join(
+            _side_counts(side, n, f"{k} {what}", min_group_size) for side, (n, k) in counts.items()
+        )
         e.not_estimable(
-            f"too few to compare {prog} with {REFERENCE} (engineers: {people}; {what}: "
-            f"{events}; each side needs engineers >= {min_group_size} and {what} >= "
-            f"{MIN_EVENTS})",
+            f"too few to compare {prog} with {REFERENCE} ({sides}; each side needs "
+            f"{min_group_size} engineers and {MIN_EVENTS} {what})",
             "; ".join(needs),
         )
     return bool(needs)
+
+
+def _side_counts(side: str, engineers: int, events: str, min_group_size: int) -> str:
+    """ "bootcamp: 40 engineers with 12 certifications", or, of fewer engineers than the
+    minimum group size, "bootcamp: fewer than 5 engineers" and nothing of their events."""
+    who = people_phrase(engineers, min_group_size, "engineers")
+    return f"{side}: {who}" + ("" if is_small(engineers, min_group_size) else f" with {events}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,6 +522,32 @@ def _logit(d: pd.DataFrame, x: pd.DataFrame):
     return dict(zip(names, res.params, strict=True)), dict(zip(names, res.bse, strict=True)), notes
 
 
+def _too_few_attempts(e: Effect, p: str, sides: dict[str, pd.DataFrame], k: int) -> bool:
+    """Minimums of the pass odds: ``k`` engineers with an attempt, ``MIN_EVENTS`` passed and
+    failed first attempts on each side; of fewer engineers than ``k`` the text quotes no
+    attempts."""
+    needs, said = [], []
+    for side, s in sides.items():
+        engineers = s["person_key"].nunique()
+        small = is_small(engineers, k)
+        passed, failed = int(s["first_pass"].sum()), int((~s["first_pass"]).sum())
+        needs += [
+            shortfall(engineers, k, f"engineers with an attempt in {side}", small),
+            shortfall(passed, MIN_EVENTS, f"passed first attempts in {side}", small),
+            shortfall(failed, MIN_EVENTS, f"failed first attempts in {side}", small),
+        ]
+        said.append(_side_counts(side, engineers, f"{len(s)} first attempts", k))
+    needs = [n for n in needs if n]
+    if needs:
+        e.not_estimable(
+            f"too few first attempts to compare {p} with {REFERENCE} ({'; '.join(said)}; each "
+            f"side needs {k} engineers and {MIN_EVENTS} passed and {MIN_EVENTS} failed first "
+            "attempts)",
+            "; ".join(needs),
+        )
+    return bool(needs)
+
+
 def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> dict[str, Effect]:
     d = ep[ep["has_attempt"]]
     out = {
@@ -536,22 +570,7 @@ def first_pass_odds_ratios(ep: pd.DataFrame, programmes: list[str], k: int) -> d
         name = f"programme={p}"
         if not isinstance(fitted[False], Exception) and name in fitted[False][0]:
             e.naive = _wald(fitted[False][0][name], fitted[False][1][name])
-        needs = []
-        for side, s in ((p, g), (REFERENCE, ref)):
-            passed, failed = int(s["first_pass"].sum()), int((~s["first_pass"]).sum())
-            needs += [
-                shortfall(s["person_key"].nunique(), k, f"engineers with an attempt in {side}"),
-                shortfall(passed, MIN_EVENTS, f"passed first attempts in {side}"),
-                shortfall(failed, MIN_EVENTS, f"failed first attempts in {side}"),
-            ]
-        needs = [n for n in needs if n]
-        if needs:
-            e.not_estimable(
-                f"too few first attempts to compare {p} with {REFERENCE} (first attempts: "
-                f"{p} {len(g)}, {REFERENCE} {len(ref)}; each side needs engineers >= {k}, "
-                f"passed and failed first attempts >= {MIN_EVENTS} each)",
-                "; ".join(needs),
-            )
+        if _too_few_attempts(e, p, {p: g, REFERENCE: ref}, k):
             continue
         if isinstance(fitted[True], Exception):
             e.not_estimable(

@@ -10,6 +10,7 @@ import pandas as pd
 
 from pipelines.lib.effects.prepare import StatsInputError, _as_bool, _to_pandas
 from pipelines.lib.effects.result import EFFECT_COLUMNS, EFFECT_DESCRIPTIONS, Effect
+from pipelines.lib.small_groups import WHOLE_LINE, is_small, protect_lines, whole_line_reason
 
 # the episodes the statistics read: as of the end of the last complete month, like the panels
 EPISODES = "intermediate.int_programme_episodes_complete"
@@ -130,45 +131,50 @@ def suppress(
     also_hidden: pd.Series | None = None,
     also_reason: str = "",
 ) -> pd.DataFrame:
-    """Rows of 1..min_group_size-1 people (column ``size``) are hidden: ``size`` and every
-    column of ``measures`` NULL, ``suppressed`` true and a ``suppression_reason``. A line (rows
-    with equal values in the columns of one entry of ``lines``, adding up to a published
-    figure) never has exactly one hidden row: the smallest visible non-empty row of the line is
-    hidden too. The lines are passed twice, as the dbt marts do. ``also_hidden``: rows hidden
-    in another mart over the same groups (so the two never give each other's rows away)."""
+    """Rows of 1..min_group_size-1 people (column ``size``; an unknown size counts as small) are
+    hidden: ``size`` and every column of ``measures`` NULL, ``suppressed`` true and a
+    ``suppression_reason``. A line (rows with equal values in the columns of one entry of
+    ``lines``, adding up to a published figure) never has exactly one hidden row: the smallest
+    visible non-empty row of the line is hidden too, or, when there is none, the whole line;
+    repeated over every line until nothing changes (`small_groups.protect_lines`, the rule of
+    the dbt marts). ``also_hidden``: rows hidden in another mart over the same groups (so the
+    two never give each other's rows away)."""
     out = frame.copy()
-    n = out[size].to_numpy(dtype=float)
-    hidden = (n >= 1) & (n < min_group_size)
+    n = pd.to_numeric(out[size], errors="coerce").to_numpy(dtype=float)
+    hidden = [is_small(v, min_group_size) for v in n]
     reason = np.where(hidden, f"fewer than {min_group_size} people", None).astype(object)
     if also_hidden is not None:
-        extra = also_hidden.to_numpy(dtype=bool) & ~hidden
+        extra = also_hidden.to_numpy(dtype=bool) & ~np.array(hidden, dtype=bool)
         reason[extra] = also_reason
-        hidden |= extra
-    for _ in range(2 if lines else 0):
-        for line in lines:
-            keys = np.array(
-                ["|".join(map(str, r)) for r in out[line].itertuples(index=False)], dtype=object
-            )
-            for key in dict.fromkeys(keys):
-                rows = np.flatnonzero(keys == key)
-                if hidden[rows].sum() != 1:
-                    continue
-                visible = rows[~hidden[rows] & (n[rows] > 0)]
-                if len(visible):
-                    pick = visible[np.argmin(n[visible])]  # the first of equally small rows
-                    hidden[pick] = True
-                    reason[pick] = (
-                        f"complementary: the rows of one {', '.join(line)} add up to a "
-                        "published figure and would give a hidden row back by subtraction"
-                    )
+        hidden = [h or bool(x) for h, x in zip(hidden, extra, strict=True)]
+    groups = [_line_groups(out, line) for line in lines]
+    for row, (kind, how) in protect_lines(list(n), groups, hidden).items():
+        columns = ", ".join(lines[kind])
+        reason[row] = (
+            whole_line_reason(columns)
+            if how == WHOLE_LINE
+            else f"complementary: the rows of one {columns} add up to a published figure "
+            "and would give a hidden row back by subtraction"
+        )
+    mask = np.array(hidden, dtype=bool)
     for c in [size, *measures]:
         out[c] = out[c].astype("Float64" if out[c].dtype.kind == "f" else out[c].dtype)
         if out[c].dtype.kind in "iub":
             out[c] = out[c].astype("Int64")
-        out.loc[hidden, c] = None
-    out["suppressed"] = hidden
+        out.loc[mask, c] = None
+    out["suppressed"] = mask
     out["suppression_reason"] = pd.Series(reason, index=out.index, dtype="string")
     return out
+
+
+def _line_groups(frame: pd.DataFrame, line: list[str]) -> list[list[int]]:
+    """The row positions of each line (rows with equal values in ``line``), in the frame's
+    order, the lines in the order of their first row."""
+    keys = ["|".join(map(str, r)) for r in frame[line].itertuples(index=False)]
+    groups: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
 
 
 def null_small_count(value: int, min_group_size: int):
@@ -288,7 +294,9 @@ COMPARISON_TABLE = (
     "certify, first-attempt pass odds ratio, voluntary exit hazard ratio, and the "
     "within-engineer incident rate and MTTR ratios of engineers whose first certification came "
     "through the programme; naive figures beside. Grain: one row per (programme_type, metric). "
-    "Method: docs/statistics.md."
+    "A row that is not estimable shows no figure and no interval, naive or adjusted, and says "
+    "why and what would make it estimable (restricted.programme_comparison keeps the naive "
+    "figure). Method: docs/statistics.md."
 )
 COMPARISON_DESCRIPTIONS = {
     "programme_type": "bootcamp, vendor_partnership, apprenticeship or internal (online is the "
@@ -361,7 +369,9 @@ TIME_IN_LEVEL_DESCRIPTIONS = {
 PROMOTION_TABLE = (
     "Whether holding a certification is followed by promotion: Cox hazard ratio of promotion "
     "while certified vs not, on the tenure scale at the same skill level; naive figure beside. "
-    "Grain: one row (metric promotion_hazard_ratio). Method: docs/statistics.md."
+    "Grain: one row (metric promotion_hazard_ratio). When not estimable it shows no figure, "
+    "naive or adjusted (restricted.promotion_effect keeps the naive one). Method: "
+    "docs/statistics.md."
 )
 PROMOTION_DESCRIPTIONS = {
     **EFFECT_DESCRIPTIONS,

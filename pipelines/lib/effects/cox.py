@@ -116,8 +116,9 @@ def hazard_ratio_while_certified(
     lapsed = (cp["lapsed"] > 0).to_numpy()
     if lapsed.any() and int((ev & lapsed).sum()) < min_lapsed:
         cp = cp[~lapsed]
+        # the events of lapsed time are few by this test: their number is not quoted
         e.caveats.append(
-            f"Time after a certification lapsed ({int((ev & lapsed).sum())} {events}) is left "
+            f"Time after a certification lapsed (fewer than {min_lapsed} {events}) is left "
             "out of the comparison: too little to estimate on its own, and not a control."
         )
     varying = [c for c in ("lapsed", "skill_level") if cp[c].nunique() > 1]

@@ -21,6 +21,7 @@ from pipelines.lib.effects.fit import (
 )
 from pipelines.lib.effects.result import Effect, fmt, interval_words, shortfall, window_of
 from pipelines.lib.effects.staggered import aggregate, cell_columns, cells
+from pipelines.lib.small_groups import is_small, people_phrase
 
 METRIC = "incident_rate_ratio"
 EVENT_STUDY_COLUMNS = (
@@ -190,33 +191,51 @@ def _sample_size(d: pd.DataFrame) -> dict:
     }
 
 
-def _check_minimums(e: Effect, size: dict) -> bool:
+def _check_minimums(e: Effect, size: dict, min_group_size: int) -> bool:
+    """The design's minimums; when they are not met, the reason and the data needed. Of fewer
+    engineers than ``min_group_size`` the text quotes neither their number nor their months
+    or incidents (`people_phrase`)."""
+    small = is_small(size["switchers"], min_group_size)
     needs = [
         shortfall(
             size["switchers"],
             MIN_SWITCHERS,
             "engineers who certify while observed before and after",
+            small,
         ),
-        shortfall(size["cohorts"], MIN_COHORTS, "distinct months in which engineers certify"),
+        shortfall(
+            size["cohorts"], MIN_COHORTS, "distinct months in which engineers certify", small
+        ),
         shortfall(
             size["events_before"],
             MIN_EVENTS_EACH_SIDE,
             "incidents of these engineers before they certify",
+            small,
         ),
         shortfall(
             size["events_during"],
             MIN_EVENTS_EACH_SIDE,
             "incidents of these engineers while certified",
+            small,
         ),
     ]
     needs = [n for n in needs if n]
     if needs:
-        e.not_estimable(
-            f"too little data to compare engineers with themselves: {size['switchers']} engineers "
-            f"certified while observed before and after (minimum {MIN_SWITCHERS}), in "
-            f"{size['cohorts']} distinct months (minimum {MIN_COHORTS}), with "
+        who = people_phrase(
+            size["switchers"],
+            min_group_size,
+            "engineers certified while observed before and after",
+        )
+        counts = (
+            ""
+            if small
+            else f", in {size['cohorts']} distinct months (minimum {MIN_COHORTS}), with "
             f"{size['events_before']} incidents before and {size['events_during']} while "
-            f"certified (minimum {MIN_EVENTS_EACH_SIDE} each)",
+            f"certified (minimum {MIN_EVENTS_EACH_SIDE} each)"
+        )
+        e.not_estimable(
+            f"too little data to compare engineers with themselves: {who} (minimum "
+            f"{MIN_SWITCHERS}){counts}",
             "; ".join(needs),
         )
     return not needs
@@ -233,7 +252,7 @@ def incident_rate_ratio(m: pd.DataFrame, pretrend: PreTrend, min_group_size: int
     e.caveats.append(pretrend.text)
     if e.n_engineers < min_group_size:
         return e.not_estimable(f"fewer than {min_group_size} engineers, too few to publish")
-    if not _check_minimums(e, size):
+    if not _check_minimums(e, size, min_group_size):
         return e
     try:
         (e.estimate, e.ci_low, e.ci_high), n_cells = cell_ratio(d)
@@ -244,7 +263,8 @@ def incident_rate_ratio(m: pd.DataFrame, pretrend: PreTrend, min_group_size: int
     e.caveats.insert(
         0,
         interval_words(e, "While certified, engineers have an incident rate of")
-        + f" Based on {size['switchers']} engineers who certified while observed, in "
+        + f" Based on {people_phrase(size['switchers'], min_group_size, 'engineers')} who "
+        "certified while observed, in "
         f"{n_cells} cells of months since certifying and level. With one indicator for all "
         f"certified months (constant effect) the figure would be {fmt(e.robustness[0])} "
         f"(95 % CI {fmt(e.robustness[1])}-{fmt(e.robustness[2])}).",

@@ -8,6 +8,7 @@ import pandas as pd
 
 from pipelines.lib.effects.fit import FitError, dummies, factor_codes, fe_ols, sparse_design
 from pipelines.lib.effects.result import Effect, interval_words, shortfall, window_of
+from pipelines.lib.small_groups import is_small, people_phrase
 
 METRIC = "mttr_ratio"
 MIN_SWITCHERS = 15  # responders with resolved incidents both before and while certified
@@ -22,7 +23,7 @@ METHOD = (
     "indicators for holding an active certification when the incident opened, for a lapsed "
     "certification, for severity and for skill level. exp(coefficient) is the ratio of "
     "geometric mean resolve times, certified / the same responder before certifying. Each "
-    "incident has one primary responder, so clustering by responder also keeps an incident's "
+    "incident has a single primary responder, so clustering by responder also keeps an incident's "
     "rows together; bias-reduced cluster-robust covariance (CR2, Bell-McCaffrey) with "
     "Satterthwaite degrees of freedom for the Student-t interval."
 )
@@ -110,6 +111,50 @@ def _pretrend(d: pd.DataFrame) -> tuple[float, str]:
     )
 
 
+def _minimums(size: dict, min_group_size: int) -> tuple[str, str]:
+    """Why the design's minimums are not met and what is needed ("" when they are). Of fewer
+    responders than ``min_group_size`` the text quotes neither their number nor their
+    incidents (`people_phrase`)."""
+    small = is_small(size["switchers"], min_group_size)
+    needs = [
+        shortfall(
+            size["switchers"],
+            MIN_SWITCHERS,
+            "responders with resolved incidents both before and after certifying",
+            small,
+        ),
+        shortfall(
+            size["before"],
+            MIN_INCIDENTS_EACH_SIDE,
+            "resolved incidents of these responders before they certify",
+            small,
+        ),
+        shortfall(
+            size["during"],
+            MIN_INCIDENTS_EACH_SIDE,
+            "resolved incidents of these responders while certified",
+            small,
+        ),
+    ]
+    needs = [n for n in needs if n]
+    if not needs:
+        return "", ""
+    who = people_phrase(
+        size["switchers"], min_group_size, "responders with incidents before and while certified"
+    )
+    counts = (
+        ""
+        if small
+        else f", {size['before']} and {size['during']} of their incidents (minimum "
+        f"{MIN_INCIDENTS_EACH_SIDE} each)"
+    )
+    return (
+        f"too little data to compare responders with themselves: {who} (minimum "
+        f"{MIN_SWITCHERS}){counts}",
+        "; ".join(needs),
+    )
+
+
 def mttr_ratio(inc: pd.DataFrame, left_out: int, min_group_size: int) -> Effect:
     e = Effect(METRIC, METHOD, COMPARISON, NAIVE_METHOD)
     e.naive = naive_ratio(inc)
@@ -123,32 +168,9 @@ def mttr_ratio(inc: pd.DataFrame, left_out: int, min_group_size: int) -> Effect:
         )
     if e.n_engineers < min_group_size:
         return e.not_estimable(f"fewer than {min_group_size} engineers, too few to publish")
-    needs = [
-        shortfall(
-            size["switchers"],
-            MIN_SWITCHERS,
-            "responders with resolved incidents both before and after certifying",
-        ),
-        shortfall(
-            size["before"],
-            MIN_INCIDENTS_EACH_SIDE,
-            "resolved incidents of these responders before they certify",
-        ),
-        shortfall(
-            size["during"],
-            MIN_INCIDENTS_EACH_SIDE,
-            "resolved incidents of these responders while certified",
-        ),
-    ]
-    needs = [n for n in needs if n]
+    reason, needs = _minimums(size, min_group_size)
     if needs:
-        return e.not_estimable(
-            f"too little data to compare responders with themselves: {size['switchers']} "
-            f"responders with incidents before and while certified (minimum {MIN_SWITCHERS}), "
-            f"{size['before']} and {size['during']} of their incidents (minimum "
-            f"{MIN_INCIDENTS_EACH_SIDE} each)",
-            "; ".join(needs),
-        )
+        return e.not_estimable(reason, needs)
     try:
         fit = _fit(
             d,

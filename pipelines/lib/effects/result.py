@@ -144,6 +144,48 @@ def effects_frame(effects: list[Effect]) -> pd.DataFrame:
     return df
 
 
+# The figures of an effect row: none is published where the row is not estimable.
+FIGURE_COLUMNS = (
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "naive_estimate",
+    "naive_ci_low",
+    "naive_ci_high",
+    "robustness_estimate",
+    "robustness_ci_low",
+    "robustness_ci_high",
+)
+# Counts of people (and the events they contribute) in an effect row.
+COUNT_COLUMNS = ("n_engineers", "n_events")
+
+
+def restricted_effects(frame: pd.DataFrame, min_group_size: int) -> pd.DataFrame:
+    """An effect mart's rows for schema ``restricted`` (never published): every figure, the
+    naive one of a row that is not estimable too; counts of 1..min_group_size-1 NULL as in
+    the published mart, so that no reader of either prints them."""
+    out = frame.copy()
+    for c in COUNT_COLUMNS:
+        if c in out.columns:
+            n = pd.to_numeric(out[c], errors="coerce").astype("Int64")
+            out[c] = n.mask((n >= 1) & (n < min_group_size))
+    return out
+
+
+def published_effects(frame: pd.DataFrame, min_group_size: int) -> pd.DataFrame:
+    """An effect mart's rows as published: those of `restricted_effects`, and a row that is
+    not estimable shows no figure and no interval, naive, adjusted or robustness (a naive
+    figure beside a withheld estimate reads as the answer); its ``not_estimable_reason`` and
+    ``data_needed`` say why and what would make it estimable."""
+    out = restricted_effects(frame, min_group_size)
+    off = ~out["estimable"].astype(bool).to_numpy()
+    for c in FIGURE_COLUMNS:
+        if c in out.columns:
+            out[c] = out[c].astype("float64")
+            out.loc[off, c] = float("nan")
+    return out
+
+
 def window_of(months: pd.Series) -> tuple:
     """First and last month (as dates) of an estimation sample."""
     if months.empty:
@@ -152,9 +194,13 @@ def window_of(months: pd.Series) -> tuple:
     return (ts.min().date(), ts.max().date())
 
 
-def shortfall(have: int, need: int, unit: str) -> str | None:
-    """ "about N more <unit>" when ``have`` is short of ``need``."""
-    return f"about {need - have} more {unit}" if have < need else None
+def shortfall(have: int, need: int, unit: str, small_group: bool = False) -> str | None:
+    """ "about N more <unit>" when ``have`` is short of ``need``. Of a group of fewer people
+    than the minimum group size (``small_group``) the gap would give its count away, so the
+    text names what is needed instead: "at least <need> <unit>"."""
+    if have >= need:
+        return None
+    return f"at least {need} {unit}" if small_group else f"about {need - have} more {unit}"
 
 
 def fmt(x: float) -> str:
@@ -173,8 +219,9 @@ def interval_words(e: Effect, what: str) -> str:
 EFFECT_TABLE = (
     "Adjusted effect of holding an active certification, one row per metric "
     "(incident_rate_ratio, mttr_ratio, attrition_hazard_ratio), each engineer compared with "
-    "themselves; naive and robustness figures beside. Grain: one row per metric. Method: "
-    "docs/statistics.md."
+    "themselves; naive and robustness figures beside. Grain: one row per metric. A row that is "
+    "not estimable shows no figure, naive or adjusted (restricted.certification_effect keeps "
+    "the naive one). Method: docs/statistics.md."
 )
 EFFECT_DESCRIPTIONS = {
     "metric": "incident_rate_ratio, mttr_ratio or attrition_hazard_ratio",
@@ -186,19 +233,24 @@ EFFECT_DESCRIPTIONS = {
     "finding": "estimable, pre-trend test not rejected, and the interval excludes 1",
     "pretrend_p": "p-value of the pre-trend test (NULL where none applies)",
     "pretrend_rejected": "true when rates already differed before certifying (p < 0.05)",
-    "not_estimable_reason": "why no estimate is published",
+    "not_estimable_reason": "why no estimate is published; a group of fewer than "
+    "min_group_size people is named 'fewer than <min_group_size>', without its counts",
     "data_needed": "what more data would make it estimable",
-    "naive_estimate": "the plain comparison people compute first (see naive_method)",
-    "naive_ci_low": "lower end of the naive figure's 95 % interval",
-    "naive_ci_high": "upper end of the naive figure's 95 % interval",
+    "naive_estimate": "the plain comparison people compute first (see naive_method); NULL when "
+    "not estimable (the restricted copy keeps it)",
+    "naive_ci_low": "lower end of the naive figure's 95 % interval (NULL when not estimable)",
+    "naive_ci_high": "upper end of the naive figure's 95 % interval (NULL when not estimable)",
     "naive_method": "how the naive figure is computed",
     "robustness_estimate": "the same comparison by a second design (see robustness_method); "
     "NULL where there is none or the metric is not estimable",
-    "robustness_ci_low": "lower end of the robustness figure's 95 % interval",
-    "robustness_ci_high": "upper end of the robustness figure's 95 % interval",
+    "robustness_ci_low": "lower end of the robustness figure's 95 % interval (NULL when not "
+    "estimable)",
+    "robustness_ci_high": "upper end of the robustness figure's 95 % interval (NULL when not "
+    "estimable)",
     "robustness_method": "the second design and when it differs from the headline estimate",
-    "n_engineers": "engineers in the estimate",
-    "n_events": "incidents, resolved incidents or voluntary exits in the estimate",
+    "n_engineers": "engineers in the estimate; NULL when 1 to min_group_size - 1",
+    "n_events": "incidents, resolved incidents or voluntary exits in the estimate; NULL when 1 "
+    "to min_group_size - 1",
     "n_cohorts": "distinct months in which engineers first certified",
     "method": "the model",
     "comparison": "who is compared with whom",

@@ -4,42 +4,23 @@ A figure about fewer than `threshold` people is shown as `<threshold` (Culture A
 Insights and OMOP use 5). Hiding one cell is not enough when its row or column total is shown:
 the reader subtracts the visible cells from the total and recovers it. So whenever a set of
 cells that adds up to a shown total has exactly one hidden cell, the next-smallest visible cell
-is hidden too (complementary suppression). Grids repeat this over rows and columns until
-nothing changes, because each new hidden cell can expose another line.
+is hidden too (complementary suppression), or the whole line when no such cell is left. Grids
+repeat this over rows and columns until nothing changes, because each new hidden cell can expose
+another line. The rule is `pipelines/lib/small_groups.py`'s, shared with the marts.
 
 The functions are pure and know nothing about the report, so they can be tested on their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
 
+from pipelines.lib.small_groups import is_small, protect_lines
+
+__all__ = ["is_small", "mask_label", "shown", "suppression_grid", "suppression_mask"]
+
 K = TypeVar("K", bound=Hashable)
-
-
-def is_small(size: float | None, threshold: int) -> bool:
-    """A group of 1..threshold-1 people is too small to show. Empty groups say nothing about
-    anyone, and an unknown size is treated as small (fail closed)."""
-    try:
-        if size is None or bool(size != size):  # None or NaN
-            return True
-    except TypeError:  # pandas.NA: a count the published mart suppressed
-        return True
-    return 0 < size < threshold
-
-
-def _complete(
-    sizes: Mapping[K, float | None], hidden: set[K], candidates: Sequence[K] | None = None
-) -> K | None:
-    """The cell to hide next so that a line with a single hidden cell gets a second one: the
-    smallest visible non-empty cell (ties broken by the order given); an empty cell would not
-    protect anything because its value is known to be 0 anyway."""
-    keys = list(candidates if candidates is not None else sizes.keys())
-    visible = [k for k in keys if k not in hidden and (sizes[k] or 0) > 0]
-    if not visible:
-        return None
-    return min(visible, key=lambda k: (sizes[k], keys.index(k)))
 
 
 def suppression_mask(
@@ -51,17 +32,11 @@ def suppression_mask(
     Primary: groups smaller than `threshold`, and the cells of `also_hidden` (hidden in another
     publication of the same figures, the analyst-facing marts: hiding at least what they hide
     keeps the two from giving each other's hidden cells away). Complementary: if exactly one
-    cell is hidden and another non-empty cell exists, the smallest such cell is hidden as well.
+    cell is hidden and another non-empty cell exists, the smallest such cell is hidden as well;
+    if none exists, the whole line is hidden (`small_groups.protect_lines`).
     """
-    if threshold < 1:
-        raise ValueError(f"The minimum group size must be at least 1, got {threshold}.")
-    extra = set(also_hidden)
-    hidden = {k for k, v in sizes.items() if is_small(v, threshold) or k in extra}
-    if len(hidden) == 1:
-        extra = _complete(sizes, hidden)
-        if extra is not None:
-            hidden.add(extra)
-    return {k: k in hidden for k in sizes}
+    keys = list(sizes)
+    return _protected(sizes, [[list(range(len(keys)))]], threshold, set(also_hidden))
 
 
 def suppression_grid(
@@ -70,25 +45,26 @@ def suppression_grid(
     """Hide cells of a two-way table (row, column) -> people, with row and column totals shown.
 
     Primary suppression as in `suppression_mask`; then every row and every column with exactly
-    one hidden cell gets its smallest visible non-empty cell hidden too, repeated until stable.
-    Missing cells count as empty.
+    one hidden cell gets its smallest visible non-empty cell hidden too (or, with none, the
+    whole row or column), repeated until nothing changes. Missing cells count as empty.
     """
-    if threshold < 1:
-        raise ValueError(f"The minimum group size must be at least 1, got {threshold}.")
-    hidden = {k for k, v in sizes.items() if is_small(v, threshold)}
+    keys = list(sizes)
+    at = {k: i for i, k in enumerate(keys)}
     rows = sorted({r for r, _ in sizes}, key=str)
     cols = sorted({c for _, c in sizes}, key=str)
-    changed = True
-    while changed:
-        changed = False
-        for line in [[(r, c) for c in cols] for r in rows] + [[(r, c) for r in rows] for c in cols]:
-            cells = [k for k in line if k in sizes]
-            if sum(k in hidden for k in cells) == 1:
-                extra = _complete(sizes, hidden, cells)
-                if extra is not None:
-                    hidden.add(extra)
-                    changed = True
-    return {k: k in hidden for k in sizes}
+    by_row = [[at[(r, c)] for c in cols if (r, c) in at] for r in rows]
+    by_col = [[at[(r, c)] for r in rows if (r, c) in at] for c in cols]
+    return _protected(sizes, [by_row, by_col], threshold, set())
+
+
+def _protected(sizes: Mapping, lines: list[list[list[int]]], threshold: int, extra: set) -> dict:
+    if threshold < 1:
+        raise ValueError(f"The minimum group size must be at least 1, got {threshold}.")
+    keys = list(sizes)
+    values = [sizes[k] for k in keys]
+    hidden = [is_small(v, threshold) or k in extra for k, v in zip(keys, values, strict=True)]
+    protect_lines(values, lines, hidden)
+    return dict(zip(keys, hidden, strict=True))
 
 
 def mask_label(threshold: int) -> str:

@@ -7,7 +7,8 @@ that speaks of the effect prints it through `status_tag`, so the words cannot dr
   interval that excludes no effect (the mart's `finding`);
 - **not shown**: estimated, but the interval includes no effect, or the rates of engineers who
   later certified already differed before they certified;
-- **not estimable**: too little data; no number is printed.
+- **not estimable**: too little data; no number is printed, not even the naive one, and the
+  text says what data would make it estimable.
 
 Older warehouses lack the newer columns; they are derived here: estimable when the estimate and
 its interval are finite, the pre-trend result from the caveats text, shown when estimable, not
@@ -198,7 +199,9 @@ def read_effect(row: pd.Series) -> Effect:
             _val(row, "not_estimable_reason") or "the estimate or its interval is missing"
         ),
         data_needed=str(_val(row, "data_needed") or "more months of data"),
-        naive_estimate=_float(row, "naive_estimate"),
+        # no figure beside a row that is not estimable, wherever the row was read from (the
+        # restricted copy keeps its naive figure)
+        naive_estimate=_float(row, "naive_estimate") if estimable else None,
         naive_method=str(_val(row, "naive_method") or ""),
         n_engineers=_float(row, "n_engineers"),
         n_events=_float(row, "n_events"),

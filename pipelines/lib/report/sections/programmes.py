@@ -11,7 +11,9 @@ Sources (each optional: a missing mart makes its columns say "not available"):
 - `programme_costs` (`certification_code = 'all'`): fees, engineers' time and senior time, each
   priced with the assumptions the mart names in `priced_with`;
 - `programme_comparison`: each programme against online, adjusted; every ratio is printed
-  through `status_tag`, so it reads as shown, not shown or not estimable, with the data needed;
+  through `status_tag`, so it reads as shown, not shown or not estimable; a comparison that is
+  not estimable shows no figure (not even the naive one the restricted copy keeps), and the
+  table's note says what data would make it estimable (`data_needed`);
 - the seed `training_programme_types.csv`: the domain reference's figures beside this company's.
 
 A participant is one engineer preparing for one certification track, so an engineer preparing
@@ -456,11 +458,10 @@ def _comparison_table(f: ProgrammeFacts):
     )
     if unknown:
         note += sentence(
-            " Too few to tell: {which}; the reason and the data needed for each are in "
-            "marts.programme_comparison (not_estimable_reason, data_needed).",
-            which="; ".join(
-                f"{p} ({', '.join(m for m, _ in held)})" for p, held in unknown.items()
-            ),
+            " Too few to tell, so no figure is shown, and what would make each estimable: "
+            "{which}. The reasons in full are in marts.programme_comparison "
+            "(not_estimable_reason).",
+            which="; ".join(_needed(p, held) for p, held in unknown.items()),
         )
     return table(
         "Adjusted comparison with the online path (ratio, 95 % interval, status)",
@@ -468,6 +469,17 @@ def _comparison_table(f: ProgrammeFacts):
         rows,
         key="programme-comparison",
         note=note,
+    )
+
+
+def _needed(programme: str, held: list[tuple[str, str]]) -> str:
+    """ "apprenticeship: time to certify and voluntary exits (<data needed>)", comparisons that
+    need the same data named together."""
+    by_need: dict[str, list[str]] = {}
+    for metric, needed in held:
+        by_need.setdefault(needed, []).append(metric)
+    return f"{programme}: " + "; ".join(
+        f"{' and '.join(metrics)} ({needed})" for needed, metrics in by_need.items()
     )
 
 
