@@ -59,6 +59,7 @@ class FileCheck:
     delimiter: str | None = None
     note: str = ""  # how it was recognised, or why it is not loaded
     reasons: tuple[tuple[str, int, int], ...] = ()  # (reason, count, first line)
+    warnings: tuple[str, ...] = ()  # what the file cannot show although it loads
 
 
 @dataclass
@@ -188,6 +189,7 @@ def _check_delivery(d, recognised: dict[str, str], config, con) -> FileCheck:
         period=d.period,
         period_source=d.period_source if d.period else "data",
         note=recognised.get(d.relative, "named like the export (sources/README.md)"),
+        warnings=d.warnings,
     )
     data = d.path.read_bytes()
     try:
@@ -355,6 +357,7 @@ def format_report(report: SourcesReport) -> str:
             )
             for reason, n, line in f.reasons:
                 out.append(f"    quarantined x{n} (first at line {line}): {reason}")
+            out += [f"    WARNING: {w}" for w in f.warnings]
         else:
             label = "SKIPPED"
             if f.status == "unknown":
