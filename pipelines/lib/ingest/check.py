@@ -102,8 +102,12 @@ def check_sources(sources_dir: Path) -> SourcesReport:
             if not found.deliveries:
                 report.missing[export] = MISSING_CONSEQUENCE[export]
     report.files = _block_whole_files(report.files)
+    read = {f.path for f in report.files}
     for name, reason in sorted(seen_other.items()):
         status = "unknown" if name in unknown else "skipped"
+        base, _, export = name.rpartition(" as ")
+        if export in EXPORTS and base not in read:
+            status = "unknown"  # read by a profile that can give none of its exports
         report.files.append(FileCheck(path=name, status=status, note=reason))
     for name in stray_files(sources_dir):
         report.files.append(FileCheck(path=name, status="skipped", note=STRAY_NOTE))

@@ -42,7 +42,13 @@ COMMON_SPELLINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "work_email": ("Email", "Email Address", "Business Email", "Work Contact: Work Email"),
         "hire_date": ("Start Date", "Date of Hire", "HIREDATE", "Joining Date"),
         "original_hire_date": ("Seniority Date",),
-        "termination_date": ("End Date", "Last Day", "Last Working Day", "Separation Date"),
+        "termination_date": (
+            "End Date",
+            "Last Day",
+            "Last Working Day",
+            "Leaving Date",
+            "Separation Date",
+        ),
         "termination_reason": ("Reason for Leaving", "Exit Reason", "Leaving Reason"),
     },
     "job_history": {
@@ -176,7 +182,7 @@ def guess_columns(
 def suggest_exports(
     header: list[str], folder: str, profiles: dict[str, Profile] | None = None
 ) -> list[str]:
-    """The exports of `folder` a header most likely holds: those for which at least half of
+    """The exports of `folder` a header most likely holds: those for which at least 40 % of
     the required columns are guessed (else the one with the most)."""
     scores = []
     for name, export in EXPORTS.items():
@@ -185,7 +191,7 @@ def suggest_exports(
         found = guess_columns(header, name, profiles)
         hits = sum(1 for c in export.required_columns if c in found)
         scores.append((hits / len(export.required_columns), hits, name))
-    good = [name for share, _, name in scores if share >= 0.5]
+    good = [name for share, _, name in scores if share >= 0.4]
     if good:
         return good
     return [max(scores)[2]] if scores else []
@@ -494,7 +500,11 @@ def describe_draft(draft: Draft, file: Path, target: Path) -> str:
         for c in EXPORTS[g.export].columns
         if c.name not in g.columns
     ):
-        out.append("no termination column found: people who left will look employed")
+        out.append(
+            "no termination column recognised: if the file has one (the last day worked), "
+            "uncomment termination_date and name it; without one, people who left will look "
+            "employed"
+        )
     sources = target.parent.parent if target.parent.name == "profiles" else None
     check = (
         f"talent sources check {shlex.quote(str(sources))}"
