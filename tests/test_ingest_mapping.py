@@ -255,3 +255,19 @@ def test_personio_export_under_our_file_name_is_personios(settings):
         ("employees_2024-10.csv", "employees", "Personio", "personio-de", "2024-10"),
         ("employees_2024-10.csv", "job_history", "Personio", "personio-de", "2024-10"),
     ]
+
+
+def test_run_summary_names_the_warned_file(settings):
+    """The warning travels from the load result through the asset's metadata into the
+    end-of-run summary."""
+    from pipelines.defs.ingestion import result_metadata
+    from pipelines.execution import RunOutcome
+    from pipelines.progress import ExportLoad
+
+    shutil.copyfile(MORE / "Employee Export.csv", settings.sources_dir / "hris" / "export.csv")
+    result = ingest_export(settings, "employees")
+    meta = {k: getattr(v, "data", v) for k, v in result_metadata(result, 4).items()}
+    outcome = RunOutcome(success=True, loads=[ExportLoad.from_metadata("employees", meta)])
+    text = outcome.describe()
+    assert "Loaded, with a warning (1 file(s)):" in text
+    assert "hris/export.csv: this export has no termination column" in text
