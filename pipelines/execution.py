@@ -78,6 +78,10 @@ class RunOutcome:
         if self.not_fully_loaded:
             lines.append(f"Not fully loaded ({len(self.not_fully_loaded)} file(s)):")
             lines += [f"  {item}" for item in self.not_fully_loaded]
+        warned = [f"{name}: {text}" for load in self.loads for name, text in load.warnings.items()]
+        if warned:
+            lines.append(f"Loaded, with a warning ({len(warned)} file(s)):")
+            lines += [f"  {item}" for item in dict.fromkeys(warned)]
         if self.fewer_rows:
             lines.append(
                 f"Re-delivered with noticeably fewer rows, loaded ({len(self.fewer_rows)} file(s)):"

@@ -203,6 +203,8 @@ class ExportLoad:
     unknown_files: list[str] = field(default_factory=list)
     # files in the export's folder that were not read at all: name -> reason
     not_loaded: dict[str, str] = field(default_factory=dict)
+    # files that loaded but cannot show something (no termination column): name -> warning
+    warnings: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_metadata(cls, export: str, meta: dict) -> ExportLoad:
@@ -219,6 +221,7 @@ class ExportLoad:
             rows_quarantined=num("rows_quarantined"),
             unknown_files=list(meta.get("unknown_files") or []),
             not_loaded=dict(meta.get("not_loaded") or {}),
+            warnings=dict(meta.get("warnings") or {}),
         )
 
     def line(self) -> str:

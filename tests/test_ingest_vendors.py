@@ -534,6 +534,62 @@ PROFILE_FIXTURES = [
         ),
     ),
     (
+        # two header rows (system keys, field labels): line 2 is skipped, not quarantined
+        "Employee Export.csv",
+        "hris",
+        "successfactors",
+        {"employees": 4, "job_history": 4},
+        (
+            "SELECT e.hire_date, e.last_name, j.manager_id, j.employment_type, j.team "
+            "FROM employees e JOIN job_history j USING (employee_id) WHERE employee_id = 'sf1001'",
+            (date(2019, 3, 1), "Müller", None, "employee", "dgx-muc-1"),  # NO_MANAGER: none
+        ),
+    ),
+    (
+        "Worker Report.csv",
+        "hris",
+        "adp-workforce-now",
+        {"employees": 5, "job_history": 5},
+        (
+            # rehired 01/08/2024, first hired 05/02/2016, Part Time
+            "SELECT e.hire_date, e.original_hire_date, j.effective_date, j.employment_type, "
+            "j.site FROM employees e JOIN job_history j USING (employee_id) "
+            "WHERE employee_id = 'G3ABCD003'",
+            (date(2024, 1, 8), date(2016, 5, 2), date(2024, 1, 8), "employee", "San Jose"),
+        ),
+    ),
+    (
+        "Transcript Report.csv",
+        "lms",
+        "cornerstone",
+        {"enrolments": 4},
+        (
+            "SELECT enrolment_id, status, enrolled_on, completed_on, score, hours_spent "
+            "FROM enrolments WHERE learner_email = 'thanh.nguyen@example.com'",
+            ("0a1b2c3d-0001:U-1002", "completed", date(2024, 1, 8), date(2024, 2, 20), 92.0, 6.5),
+        ),
+    ),
+    (
+        "incidents.csv",
+        "incidents",
+        "incident-io",
+        {"incidents": 3, "responders": 2},  # INC-43 has no incident lead yet
+        (
+            "SELECT i.severity, i.cluster, i.opened_at, i.acknowledged_at, i.resolved_at, "
+            "r.responder_name, r.role FROM incidents i JOIN responders r USING (incident_number) "
+            "WHERE incident_number = 'INC-41'",
+            (
+                "sev1",
+                "dgx-muc-1",
+                datetime(2024, 3, 5, 7, 52),
+                datetime(2024, 3, 5, 7, 58, 30),
+                datetime(2024, 3, 5, 10, 15),
+                "Jana Müller",
+                "commander",
+            ),
+        ),
+    ),
+    (
         "incident.csv",
         "incidents",
         "servicenow",

@@ -48,10 +48,13 @@ Excel workbook (`.xlsx`, first sheet). Two kinds are read:
   `_v<N>` is the delivery version (1 when absent). A file in this format under another name is
   recognised from its header too, and a tool's export saved under one of these names
   (`hris/employees_2024-09.csv` holding a BambooHR report) is read with the profile its header
-  matches, its period and version taken from the name.
+  matches, its period and version taken from the name, and labelled with that tool as its
+  source system, also when our contract's aliases would read it (a Personio list with
+  `Personalnummer`, `Vorname`, ... is Personio's). A header with our own column names is ours.
 
 A file that matches nothing (neither the contract its name gives nor a profile) is not loaded
-and is listed with the closest profile and the columns it lacks. `talent sources check
+and is listed with the closest profile, the columns it lacks, and how to map the file (`talent
+sources init-profile`, see [Your own profiles](#your-own-profiles-and-sourcesyml)). `talent sources check
 <folder>` shows all of this without loading anything.
 Only `employees` is required; what a missing export means is named in the check, the run
 summary, `marts.source_deliveries` and the report's first page. Without `job_history` the
@@ -183,9 +186,38 @@ the map's `default`), constants and templates. No incident tool exports `cluster
 
 ### Your own profiles and `sources.yml`
 
-Put a profile in `<sources>/profiles/<name>.yaml`: the same `name` as a shipped profile
+A file whose header matches no profile is not loaded; the load and `talent sources check`
+name the closest profile (the one reading most of the columns that matter: the export's
+required and key columns) and what it lacks, and say how to map the file. To map a tool's
+export the project has no profile for:
+
+1. `talent sources init-profile <sources>/hris/"Roster.csv" --export employees` (repeat
+   `--export` for a file that feeds several exports, e.g. `--export job_history`; without it
+   the exports are guessed from the header) writes a starting profile to
+   `<sources>/profiles/<name>.yaml` (`--name`, `--output` to choose; next to the file when it
+   is not in a sources folder). Each of our columns is mapped to the file's column whose name
+   is ours, one of its aliases above, a spelling a shipped profile reads, or a common one
+   ("Associate ID", "Start Date", ...), compared without case, blanks and punctuation; date
+   formats are sniffed from the values; value maps are taken from the shipped profiles; a
+   second header row of field labels is skipped (`skip_rows`). The command prints each guess.
+2. Open the profile and check the guesses. Replace each `"TODO"` with the name of the file's
+   column that holds that value (`last_name: {column: "Family name"}`), or with a rule
+   (a constant `{value: employee}`, a `template`, a `map`; the keys are below). A value map
+   entry marked TODO wants one of our values (`"Resigned": voluntary`). Optional columns are
+   listed commented out: uncomment those the file has. Set `vendor` to the tool's name: it is
+   the source system of the file's deliveries.
+3. Run `talent sources check <sources>`: it shows how each file is read and why a row would be
+   quarantined (a date in another format names the value). Fix the profile until it reads
+   what you expect, then run.
+
+A profile in `<sources>/profiles/<name>.yaml` with the same `name` as a shipped profile
 replaces it (a badge map with your templates, another date format), a new name adds one; its
-`vendor` is the source system its files belong to. Rule keys: `column` / `columns` (first
+`vendor` is the source system its files belong to. Profile keys: `name`, `vendor`, `title`,
+`folder`, `documentation`, `recognise` (header columns that must all be present; `A | B`
+accepts either), `formats` (`date:` / `timestamp:` strptime formats for every such column),
+`locale`, `skip_rows` (lines under the header that are not records, e.g. the field labels
+SuccessFactors writes on line 2) and `outputs` (per export, `columns:` one rule per column of
+ours). Rule keys: `column` / `columns` (first
 non-empty wins), `value` (constant, used when the columns are absent or empty), `template`
 (`"{Course Code}:{Username}"`), `file_name` (regex with a `value` group), `map` and `default`,
 `format` (strptime formats, or `epoch`), `split` (one row per list item), `from_service`,
@@ -196,6 +228,14 @@ is split at the comma) for a report with one name column, and `when` (checked fi
 Names are only used to link incident responders to people by their full name, which joins
 first and last name again: a split full name links the same as the two columns would (a
 one-word name is both parts).
+
+Map values may be empty: `map: {"-": ""}` reads a placeholder as "not set" (Moodle's "-" for a
+grade not given yet). An employees export without a termination column loads with a warning
+(load report, run summary, `talent sources check`): people who left would look employed.
+
+`<sources>/sources.yml` settles what a header cannot: the profile of a file (a file whose
+header fits no profile, or two equally, is read with the profile it names), its period, the
+incident service to cluster map, re-deliveries that may shrink.
 
 ```yaml
 # <sources>/sources.yml
@@ -230,7 +270,7 @@ def _rule_text(rule: Rule, formats: tuple[str, ...] = ()) -> str:
         parts.append(f"constant `{rule.value}`")
     text = ", else ".join(parts)
     if rule.map:
-        shown = ", ".join(f"{k} -> {v}" for k, v in rule.map.items())
+        shown = ", ".join(f"{k} -> {v or '(no value)'}" for k, v in rule.map.items())
         text += f"; map {shown}" + (f"; else {rule.map_default}" if rule.map_default else "")
     if rule.formats and rule.formats != formats:
         text += "; format " + ", ".join(f"`{f}`" for f in rule.formats)

@@ -33,6 +33,8 @@ def result_metadata(result: IngestResult, table_rows: int) -> dict[str, object]:
         "unknown_files": dg.MetadataValue.json(result.unknown_files),
         "not_loaded": dg.MetadataValue.json(result.not_loaded),
         "recognised": dg.MetadataValue.json(result.recognised),
+        # files that load but cannot show something (an HR export without terminations)
+        "warnings": dg.MetadataValue.json(result.warnings),
         # loaded re-deliveries holding noticeably fewer rows than what they replaced
         "fewer_rows": dg.MetadataValue.json([{"file": f, "message": m} for f, m in result.shrunk]),
         "failed_files": dg.MetadataValue.json(
@@ -75,6 +77,8 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
         for name, how in result.recognised.items():
             context.log.info(f"{name}: {how}")
         for name, message in result.shrunk:
+            context.log.warning(f"{name}: {message}")
+        for name, message in result.warnings.items():
             context.log.warning(f"{name}: {message}")
         if result.files_failed:
             raise dg.Failure(

@@ -37,6 +37,9 @@ class Column:
     # dates and timestamps: how far after the load date a value is still plausible (years);
     # values before 1970 or beyond this are quarantined (an incident dated 2099 is a typo)
     years_ahead: int = 1
+    # an optional column whose absence from a whole file changes what the file means: the
+    # warning the load and `talent sources check` give for a file without it
+    absent_warning: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,11 @@ EXPORTS: dict[str, Export] = {
                     required=False,
                     description="last day worked (the person is employed on this date); empty while employed",
                     aliases=("terminationDate", "Austrittsdatum"),
+                    absent_warning=(
+                        "this export has no termination column: people who left will look "
+                        "employed (add the termination date to the export, or deliver the "
+                        "leavers in another file)"
+                    ),
                 ),
                 C(
                     "termination_type",

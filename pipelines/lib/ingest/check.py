@@ -59,6 +59,7 @@ class FileCheck:
     delimiter: str | None = None
     note: str = ""  # how it was recognised, or why it is not loaded
     reasons: tuple[tuple[str, int, int], ...] = ()  # (reason, count, first line)
+    warnings: tuple[str, ...] = ()  # what the file cannot show although it loads
 
 
 @dataclass
@@ -101,8 +102,12 @@ def check_sources(sources_dir: Path) -> SourcesReport:
             if not found.deliveries:
                 report.missing[export] = MISSING_CONSEQUENCE[export]
     report.files = _block_whole_files(report.files)
+    read = {f.path for f in report.files}
     for name, reason in sorted(seen_other.items()):
         status = "unknown" if name in unknown else "skipped"
+        base, _, export = name.rpartition(" as ")
+        if export in EXPORTS and base not in read:
+            status = "unknown"  # read by a profile that can give none of its exports
         report.files.append(FileCheck(path=name, status=status, note=reason))
     for name in stray_files(sources_dir):
         report.files.append(FileCheck(path=name, status="skipped", note=STRAY_NOTE))
@@ -188,6 +193,7 @@ def _check_delivery(d, recognised: dict[str, str], config, con) -> FileCheck:
         period=d.period,
         period_source=d.period_source if d.period else "data",
         note=recognised.get(d.relative, "named like the export (sources/README.md)"),
+        warnings=d.warnings,
     )
     data = d.path.read_bytes()
     try:
@@ -355,6 +361,7 @@ def format_report(report: SourcesReport) -> str:
             )
             for reason, n, line in f.reasons:
                 out.append(f"    quarantined x{n} (first at line {line}): {reason}")
+            out += [f"    WARNING: {w}" for w in f.warnings]
         else:
             label = "SKIPPED"
             if f.status == "unknown":

@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -42,11 +42,13 @@ from pipelines.lib.ingest.manifest import (
     export_table_ddl,
     known_deliveries,
 )
+from pipelines.lib.ingest.mapping import unmatched_note
 from pipelines.lib.ingest.profiles import (
     CONTRACT_SOURCE,
     Profile,
     SourcesConfig,
     absent_sources,
+    absent_warnings,
     load_profiles,
     load_sources_config,
     norm,
@@ -90,6 +92,8 @@ class IngestResult:
     # re-deliveries loaded with noticeably fewer rows than they replaced: (file, what and how
     # many); the run summary names them
     shrunk: list[tuple[str, str]] = field(default_factory=list)
+    # files that load but cannot show something (no termination column): name -> warning
+    warnings: dict[str, str] = field(default_factory=dict)
 
     @property
     def quarantine_share(self) -> float:
@@ -110,6 +114,8 @@ class Delivery:
     # for a file named like an export whose header fits neither the contract nor a profile:
     # the closest profile and what it lacks, added to the header error
     hint: str | None = None
+    # what the file cannot show although it loads (an HR export without a termination column)
+    warnings: tuple[str, ...] = ()
 
     @property
     def sort_key(self) -> tuple[str, str, int, str]:
@@ -193,8 +199,20 @@ def discover_export(
             _discover_contract_named(path, rel, parsed, export, profiles, config, found)
             continue
         _discover_vendor_file(path, rel, export, folder, profiles, config, found)
-    found.deliveries.sort(key=lambda d: d.sort_key)
+    found.deliveries = sorted(map(_with_warnings, found.deliveries), key=lambda d: d.sort_key)
     return found
+
+
+def _with_warnings(delivery: Delivery) -> Delivery:
+    """The delivery with the warnings its header calls for (`absent_warnings`)."""
+    try:
+        st = delivery.path.stat()
+        state = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        header = _header_of(str(delivery.path), state)
+    except (FileError, OSError):
+        return delivery  # the load names the problem
+    found = absent_warnings(delivery.export, header, delivery.profile)
+    return replace(delivery, warnings=found) if found else delivery
 
 
 @functools.lru_cache(maxsize=8192)
@@ -222,10 +240,18 @@ def _contract_header(export: str, header: list[str]) -> bool:
     return all(spellings & present for spellings in _required_spellings(export))
 
 
-def _closest_note(closest) -> str:
-    if closest is None or not closest.matched:
-        return ""
-    return f"; closest profile {closest.profile.name} lacks {', '.join(closest.missing)}"
+def _tool_header(export: str, header: list[str], profiles: dict[str, Profile]) -> bool:
+    """Whether a header our contract reads only through its aliases is a tool's own export
+    (a Personio list saved under our file name): a vendor profile recognises it. A header
+    with our own column names is ours."""
+    present = {norm(h) for h in header}
+    if all(c in present for c in EXPORTS[export].required_columns):
+        return False
+    folder = EXPORTS[export].folder
+    vendors = {
+        n: p for n, p in profiles.items() if p.folder == folder and p.vendor != CONTRACT_SOURCE
+    }
+    return recognise(header, folder, vendors).profile is not None
 
 
 def _discover_contract_named(
@@ -249,7 +275,9 @@ def _discover_contract_named(
     except (FileError, OSError):
         header = None  # empty, unreadable or gone: the load names the problem
     if header is None or (
-        (setting is None or setting.profile is None) and _contract_header(named, header)
+        (setting is None or setting.profile is None)
+        and _contract_header(named, header)
+        and not _tool_header(named, header, profiles)
     ):
         if named == export:
             found.deliveries.append(Delivery(export, period, version, path, feeds=(export,)))
@@ -268,8 +296,8 @@ def _discover_contract_named(
                 f"Its header is our {ours[0]} export's: name the file "
                 f"{ours[0]}_{period}{f'_v{version}' if version > 1 else ''}.csv."
                 if ours
-                else f"Its header matches no tool's export either ({rec.reason}"
-                f"{_closest_note(rec.closest)})."
+                else "Its header matches no tool's export either: "
+                f"{unmatched_note(rec, header, path, profiles)}."
             )
             found.deliveries.append(
                 Delivery(export, period, version, path, feeds=(export,), hint=hint)
@@ -346,7 +374,7 @@ def _discover_vendor_file(
     rec = recognise(header, folder, profiles, setting.profile if setting else None)
     if rec.profile is None:
         found.unknown.append(rel)
-        found.not_loaded[rel] = rec.reason + _closest_note(rec.closest)
+        found.not_loaded[rel] = unmatched_note(rec, header, path, profiles)
         return
     if not _gives(rec.profile, export, header, rel, found):
         return
@@ -813,6 +841,7 @@ def _load_parsed(
         notes.append(
             "columns not in the contract kept in _extra: " + ", ".join(parsed.ignored_columns)
         )
+    notes += delivery.warnings
     if superseded_by:
         notes.append("arrived after a higher version of the same period; kept as superseded")
     _insert_manifest(
@@ -968,6 +997,7 @@ def ingest_export(
             for d in deliveries
             if d.relative in found.recognised
         },
+        warnings={d.relative: "; ".join(d.warnings) for d in deliveries if d.warnings},
     )
     settings.warehouse_dir.mkdir(parents=True, exist_ok=True)
     with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:

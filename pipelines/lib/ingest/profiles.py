@@ -147,6 +147,9 @@ class Profile:
     documentation: str = ""
     delimiter: str | None = None  # None = detect from the header
     locale: str | None = None  # numbers: "de" = decimal comma; None = detect
+    # lines after the header that are not records (SuccessFactors writes its field labels
+    # under the field ids): skipped, and named in the load report
+    skip_rows: int = 0
 
     def output(self, export: str) -> Output | None:
         return next((o for o in self.outputs if o.export == export), None)
@@ -161,6 +164,26 @@ class Profile:
     def feeds(self, header: list[str]) -> tuple[str, ...]:
         """The exports a file with this header gives (all of whose required columns it fills)."""
         return tuple(o.export for o in self.outputs if not absent_sources(o, header))
+
+
+def absent_warnings(
+    export_name: str, header: list[str], profile: Profile | None
+) -> tuple[str, ...]:
+    """Warnings for the columns whose absence from a whole file changes what it means (an
+    employees export without a termination column makes every leaver look employed)."""
+    export = EXPORTS[export_name]
+    output = profile.output(export_name) if profile is not None else None
+    present = {norm(h) for h in header}
+    found = []
+    for col in export.columns:
+        if not col.absent_warning:
+            continue
+        rule = output.rules.get(col.name) if output is not None else None
+        if output is None:
+            rule = Rule(columns=(col.name, *col.aliases))
+        if rule is None or not reads_from_header(rule, present):
+            found.append(col.absent_warning)
+    return tuple(found)
 
 
 def source_system(profile: Profile | None) -> str:
@@ -333,7 +356,17 @@ def parse_profile(data: dict, origin: str) -> Profile:
         documentation=str(data.get("documentation", "")).strip(),
         delimiter=data.get("delimiter"),
         locale=data.get("locale"),
+        skip_rows=_skip_rows(data.get("skip_rows", 0), origin),
     )
+
+
+def _skip_rows(value: object, origin: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
+        raise ProfileError(
+            f"{origin}: skip_rows is the number of lines under the header that are not records "
+            f"(0 to 10), not {value!r}"
+        )
+    return value
 
 
 def _read_dir(directory: Path, label: str) -> dict[str, Profile]:
@@ -482,6 +515,38 @@ def score(profile: Profile, header: list[str]) -> Candidate:
     return Candidate(profile, len(profile.recognise) - len(missing), missing, used)
 
 
+def reads_from_header(rule: Rule, present: set[str]) -> bool:
+    """Whether a rule takes its value from one of these (normalised) header columns; a
+    constant, a file name or a position does not count."""
+    if any(norm(h) in present for h in rule.sources()):
+        return True
+    return any(reads_from_header(alt, present) for _, alt in rule.when)
+
+
+def coverage(profile: Profile, header: list[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The columns that matter (an export's required and key columns) of the profile's
+    export this header covers best: (export, columns read from the header, columns not)."""
+    present = {norm(h) for h in header}
+    best: tuple[str, tuple[str, ...], tuple[str, ...]] = ("", (), ())
+    for output in profile.outputs:
+        export = EXPORTS[output.export]
+        matter = dict.fromkeys((*export.required_columns, *export.key))
+        read = tuple(
+            c for c in matter if c in output.rules and reads_from_header(output.rules[c], present)
+        )
+        if not best[0] or len(read) > len(best[1]):
+            best = (output.export, read, tuple(c for c in matter if c not in read))
+    return best
+
+
+def closeness(profile: Profile, header: list[str]) -> tuple[int, int, int]:
+    """How near a profile comes to a header it does not match: the columns that matter it
+    reads from the header (`coverage`), then its recognising columns present, then the
+    header columns it reads. A profile that shares only an unimportant column ranks low."""
+    cand = score(profile, header)
+    return (len(coverage(profile, header)[1]), cand.matched, cand.used)
+
+
 def recognise(
     header: list[str],
     folder: str,
@@ -500,15 +565,12 @@ def recognise(
                 f"sources.yml names profile {forced!r} but the header lacks {', '.join(cand.missing)}",
                 closest=cand,
             )
-        return Recognition(profile, f"named in sources.yml ({forced})")
+        return Recognition(profile, f"named in sources.yml ({forced}){skipped_note(profile)}")
     mine = [score(p, header) for p in profiles.values() if p.folder == folder]
     complete = [c for c in mine if c.complete]
     if not complete:
-        closest = max(
-            mine,
-            key=lambda c: (c.matched / max(len(c.profile.recognise), 1), c.matched),
-            default=None,
-        )
+        ranked = sorted(mine, key=lambda c: closeness(c.profile, header), reverse=True)
+        closest = next((c for c in ranked if any(closeness(c.profile, header)[:2])), None)
         return Recognition(None, "the header matches no profile of this folder", closest=closest)
     best = max(c.used for c in complete)
     top = [c for c in complete if c.used == best]
@@ -526,8 +588,16 @@ def recognise(
     return Recognition(
         chosen,
         f"header has the recognising columns of {chosen.name} ({chosen.origin}), which reads "
-        f"{best} of its {len(header)} columns{also}",
+        f"{best} of its {len(header)} columns{also}{skipped_note(chosen)}",
     )
+
+
+def skipped_note(profile: Profile) -> str:
+    """What a profile's `skip_rows` leaves out, for the load report."""
+    if not profile.skip_rows:
+        return ""
+    lines = "line 2" if profile.skip_rows == 1 else f"lines 2-{1 + profile.skip_rows}"
+    return f"; {lines} (a second header row the tool writes) skipped, as the profile says"
 
 
 # --- period ----------------------------------------------------------------------------------

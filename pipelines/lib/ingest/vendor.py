@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePath
 
@@ -54,7 +55,7 @@ def split_vendor_bytes(
         raise FileError(
             f"{file_name}: profile {profile.name} does not feed the {export_name} export"
         )
-    table = read_table(data, file_name)
+    table = skip_rows(read_table(data, file_name), profile.skip_rows)
     index = {}
     for i, h in enumerate(table.header):
         index.setdefault(norm(h), i)
@@ -91,6 +92,21 @@ def split_vendor_bytes(
         ignored_columns=tuple(extra),
         physical=table.physical,
         multi_line=table.multi_line,
+    )
+
+
+def skip_rows(table: RawTable, count: int) -> RawTable:
+    """The table without the `count` lines under the header that are not records (a second
+    header row of field labels): they are neither loaded nor quarantined."""
+    if not count:
+        return table
+    last = 1 + count  # physical lines 2 .. 1 + count
+    keep = [i for i, line in enumerate(table.lines) if line > last]
+    return replace(
+        table,
+        records=[table.records[i] for i in keep],
+        lines=[table.lines[i] for i in keep],
+        rejected=[r for r in table.rejected if r.line_number > last],
     )
 
 
