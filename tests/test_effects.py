@@ -1133,11 +1133,17 @@ def test_missing_estimates_are_written_as_sql_null():
     em, inc = simulate(3, n=60, months=12, cert_base=0.0)
     effects = stats.estimate_effects(em, inc)
     with duckdb.connect() as con:
-        stats_defs._write(con, "certification_effect", effects)
-        nulls = con.execute(
-            "select count(*) from marts.certification_effect where estimate is null"
-        ).fetchone()[0]
-    assert nulls == 3
+        from pipelines.lib.effects import result
+
+        described = (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS)
+        stats_defs.write_effect_mart(con, "certification_effect", effects, 5, described)
+        nulls = [
+            con.execute(
+                f"select count(*) from {schema}.certification_effect where estimate is null"
+            ).fetchone()[0]
+            for schema in ("marts", "restricted")
+        ]
+    assert nulls == [3, 3]
 
 
 def test_preparation_months_reach_back_to_three_before_the_first_enrolment():

@@ -80,6 +80,8 @@ def labelled_figures(html: str) -> dict[str, set[str]]:
     for key, value in re.findall(r'data-figure="([^"]+)">([^<]*)<', html):
         out.setdefault(f"figure {key}", set()).add(value)
     text = " ".join(_printed_text(html).split())
+    # "fewer than 5 engineers" names the minimum group size, not a figure of the company
+    text = re.sub(r"\b(fewer than|at least) \d+ ", "", text)
     for m in re.finditer(r"(?<![\w.,$−+-])(\d[\d,]*(?:\.\d+)?) ([a-z][a-z0-9' -]*)", text):
         words = m.group(2)
         name = next((n for n in NAMED if words.startswith(n)), None)

@@ -46,6 +46,7 @@ GROUP_SIZE_COLUMNS = (
     "participants",
     "responders",
     "engagements",
+    "holders_ever",
 )
 # How long an example value of a text column is quoted in a refusal.
 EXAMPLE_CHARS = 160

@@ -1,4 +1,5 @@
--- Certification catalogue (seed) joined with how many awards the warehouse holds per code.
+-- Certification catalogue (seed) joined with how many awards the warehouse holds per code; a code
+-- held by 1..min_group_size-1 people shows no counts (the codes add up to nothing published).
 with catalogue as (
     select * from {{ ref('certification_catalogue') }}
 ),
@@ -18,7 +19,7 @@ codes as (
     select certification_code from awards
 ),
 
-final as (
+counted as (
     select
         k.certification_code,
         c.name,
@@ -34,6 +35,37 @@ final as (
     from codes as k
     left join catalogue as c on c.code = k.certification_code
     left join awards as a on a.certification_code = k.certification_code
+),
+
+suppressed as (
+    {{ suppress_small_groups(
+        'counted',
+        size='holders_ever',
+        measures=['awards', 'holders_ever'],
+        order_by='certification_code',
+        keep=[
+            'certification_code', 'name', 'issuer', 'level', 'validity_months', 'exam_fee_usd',
+            'questions', 'minutes', 'in_catalogue',
+        ],
+    ) }}
+),
+
+final as (
+    select
+        certification_code,
+        name,
+        issuer,
+        level,
+        validity_months,
+        exam_fee_usd,
+        questions,
+        minutes,
+        in_catalogue,
+        awards,
+        holders_ever,
+        suppressed,
+        suppression_reason
+    from suppressed
 )
 
 select * from final
