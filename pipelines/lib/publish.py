@@ -59,6 +59,8 @@ class PublishResult:
     published_at: str = ""
     # user@host:port/database schema marts, when the marts were published to PostgreSQL too
     postgres: str = ""
+    # what that publish did to analysts' sessions and views (a mart whose columns changed)
+    postgres_notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ class PostgresPublish:
     """Publish the same marts into a PostgreSQL database as well (`TALENT_PUBLISH_DSN`)."""
 
     dsn: str
-    reader_role: str = "analyst"
+    reader_role: str = "talent_analysts"
+    # mart -> its grain (pipelines.lib.serving.mart_grains): primary keys or unique constraints
+    grains: dict = field(default_factory=dict)
 
 
 def _quote(identifier: str) -> str:
@@ -172,9 +176,10 @@ def publish(
     published column would expose personal data, or a published count of people is smaller than
     `min_group_size` (see GROUP_SIZE_COLUMNS).
 
-    With `postgres`, the checked file's marts are also loaded into that database and swapped
-    with its schema `marts` inside one transaction, which commits right after the file is
-    swapped in: a failure before that leaves both the file and the database as they were.
+    With `postgres`, the checked file's marts also replace the rows of schema `marts` of that
+    database inside one transaction (`pipelines.lib.postgres.stage_publish`), which commits
+    right after the file is swapped in: a failure before that leaves both the file and the
+    database as they were.
     """
     build_db = Path(build_db)
     published_db = Path(published_db)
@@ -275,6 +280,7 @@ def _swap_in(tmp: Path, published_db: Path, pending, result: PublishResult) -> N
     if pending is not None:
         _commit_postgres(pending, published_db)
         result.postgres = pending.where
+        result.postgres_notes = pending.notes
 
 
 def _stage_postgres(tmp: Path, target: PostgresPublish | None, run_id: str, result: PublishResult):
@@ -289,6 +295,7 @@ def _stage_postgres(tmp: Path, target: PostgresPublish | None, run_id: str, resu
             tmp,
             target.dsn,
             target.reader_role,
+            grains=target.grains,
             note=f"talent-metrics marts, published {published_at} (run {run_id or 'by hand'}); "
             "pseudonymised, small groups suppressed",
         )
