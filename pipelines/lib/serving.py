@@ -204,7 +204,7 @@ def _try_lock(cur, target: sql.Composed) -> bool:
     return True
 
 
-def end_readers(cur, target: sql.Composed, group: str) -> list[str]:
+def end_readers(cur, target: sql.Composed, label: str, group: str) -> list[str]:
     """End the sessions of `group`'s logins that hold a lock on `target`; one line each."""
     cur.execute(
         "select a.pid, a.usename, a.state, date_trunc('second', now() - a.xact_start)::text "
@@ -218,23 +218,23 @@ def end_readers(cur, target: sql.Composed, group: str) -> list[str]:
         cur.execute("select pg_terminate_backend(%s)", [pid])
         ended.append(
             f"ended the session of analyst {user} ({state}, transaction open {age}) that held "
-            f"{target.as_string(cur)}, whose columns this publish changes"
+            f"{label}, whose columns this publish changes (or which it no longer publishes)"
         )
     return ended
 
 
-def _lock_for_replacement(cur, target: sql.Composed, group: str) -> list[str]:
+def _lock_for_replacement(cur, target: sql.Composed, label: str, group: str) -> list[str]:
     notes: list[str] = []
     deadline = time.monotonic() + LOCK_GRACE_SECONDS
     while not _try_lock(cur, target):
         if time.monotonic() > deadline:
             if notes:
                 raise PostgresError(
-                    f"{target.as_string(cur)} is still held by a session that is not an "
+                    f"{label} is still held by a session that is not an "
                     f"analyst's ({group}) after {2 * LOCK_GRACE_SECONDS:.0f} s; see "
                     "pg_locks, end it, and publish again."
                 )
-            notes = end_readers(cur, target, group) or ["(no analyst session to end)"]
+            notes = end_readers(cur, target, label, group) or ["(no analyst session to end)"]
             deadline = time.monotonic() + LOCK_GRACE_SECONDS
         time.sleep(0.2)
     return [n for n in notes if not n.startswith("(")]
@@ -269,7 +269,7 @@ def replace_table(cur, schema: str, table: str, group: str) -> tuple[list[str], 
     recreates them (`recreate_views`) once the new marts are in place.
     """
     target = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
-    notes = _lock_for_replacement(cur, target, group)
+    notes = _lock_for_replacement(cur, target, f"{schema}.{table}", group)
     views = _dependent_views(cur, target)
     cur.execute(sql.SQL("drop table {} cascade").format(target))
     return notes, views
