@@ -353,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"  source {env_file}   # port, passwords and DSNs into this shell\n"
                 f"  databases: {SERVING_DB} (published marts), {BUILD_DB} (dbt builds), "
                 f"{DAGSTER_DB} (Dagster's storage)\n"
-                f"  roles: {PIPELINE_ROLE} (publishes, builds), {ANALYST_ROLE} (reads marts)\n"
+                f"  roles: {PIPELINE_ROLE} (publishes, builds, makes analysts' logins), "
+                f"{ANALYST_GROUP} (reads marts) with its login {ANALYST_ROLE}\n"
                 "  stop it with `make postgres-stop`"
             )
         elif args.action == "stop":

@@ -176,10 +176,9 @@ def publish(
     published column would expose personal data, or a published count of people is smaller than
     `min_group_size` (see GROUP_SIZE_COLUMNS).
 
-    With `postgres`, the checked file's marts also replace the rows of schema `marts` of that
-    database inside one transaction (`pipelines.lib.postgres.stage_publish`), which commits
-    right after the file is swapped in: a failure before that leaves both the file and the
-    database as they were.
+    With `postgres`, the checked file's marts also refill schema `marts` of that database in one
+    transaction (`postgres.stage_publish`), committed right after the file is swapped in: a
+    failure before that leaves both the file and the database as they were.
     """
     build_db = Path(build_db)
     published_db = Path(published_db)
