@@ -242,3 +242,47 @@ def test_every_dbt_mart_has_its_grain_from_its_dbt_tests():
         ("period_type", "period_start", "segment_type", "segment_value"), True
     )
     assert grains["dim_employee"] == Grain(("person_key",), True)
+
+
+def test_the_command_line_adds_and_removes_a_login(pg):  # noqa: F811
+    import subprocess
+    import sys
+
+    from tests.postgres_server import CHECKOUT
+
+    tag = uuid.uuid4().hex[:8]
+    group, name = f"analysts_{tag}", f"cli_{tag}"
+    env = {**pg.env(), "TALENT_PUBLISH_READER_ROLE": group}
+
+    def talent(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pipelines.cli", "analysts", *args],
+            cwd=CHECKOUT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+
+    try:
+        with fresh_database(pg, "serving") as database:
+            env["TALENT_PUBLISH_DSN"] = pg.dsn(database)
+            added = talent("add", name)
+            assert added.returncode == 0, added.stderr
+            password = added.stdout.split("hand it over privately): ")[1].strip()
+            login_connect(pg, database, name, password).close()
+            assert talent("add", "Robert'); drop table x;--").returncode == 1
+            removed = talent("remove", name)
+            assert removed.returncode == 0, removed.stderr
+            with pytest.raises(psycopg2.OperationalError):
+                login_connect(pg, database, name, password)
+            assert talent("add", name).returncode == 0  # the same person may come back
+            env.pop("TALENT_PUBLISH_DSN")
+            nowhere = talent("add", name)
+            assert nowhere.returncode == 2 and "TALENT_PUBLISH_DSN" in nowhere.stderr
+    finally:
+        con = pg.connect()
+        cur = con.cursor()
+        cur.execute("select quote_ident(rolname) from pg_roles where rolname like %s", [f"%{tag}"])
+        for (role,) in cur.fetchall():
+            cur.execute(f"drop role {role}")
+        con.close()
