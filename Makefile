@@ -54,7 +54,7 @@ test: setup
 	$(UV) run pytest $(PYTEST_ARGS)
 
 dev: setup
-	$(UV) run dagster dev -m pipelines.definitions --host 127.0.0.1 --port 3000
+	$(UV) run dagster dev -w workspace.yaml --host 127.0.0.1 --port 3000
 
 lint: setup
 	$(UV) run ruff check pipelines tests tools

@@ -41,6 +41,8 @@ for _name, _help in COMMANDS.items():
 
 # `talent sources check DIR`: a sub-app (one small module, imported when the CLI starts)
 app.add_typer(importlib.import_module("pipelines.commands.sources").app, name="sources")
+# `talent analysts add NAME` / `remove NAME`: logins on the serving database
+app.add_typer(importlib.import_module("pipelines.commands.analysts").app, name="analysts")
 
 if __name__ == "__main__":
     app()

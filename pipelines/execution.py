@@ -219,6 +219,8 @@ def _outcome(result, instance) -> RunOutcome:
                 out.because.setdefault(event.step_key or "?", str(values[COMPUTED_BECAUSE]))
             if key.path[0] == "raw":
                 out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
+            for note in values.get("postgres_notes") or []:
+                out.warnings.append(Failure("publish", key.to_user_string(), str(note)))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
             if ev.passed:

@@ -28,9 +28,16 @@ def pipeline_password(pg, monkeypatch):  # noqa: F811
     monkeypatch.setenv("PGPASSWORD", pg.password)
 
 
-def make_build(path: Path, version: int, extra_table: bool = False, unmappable: bool = False):
+def make_build(
+    path: Path,
+    version: int,
+    extra_table: bool = False,
+    unmappable: bool = False,
+    wider_team: bool = False,
+):
     """A small build file: marts (two tables with comments), restricted and main tables that
-    must never reach analysts. `version` is the figure every mart row carries."""
+    must never reach analysts. `version` is the figure every mart row carries; `wider_team`
+    gives dim_team one more column (a mart whose layout changed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     with duckdb.connect(str(path)) as con:
@@ -44,7 +51,9 @@ def make_build(path: Path, version: int, extra_table: bool = False, unmappable: 
         con.execute("comment on column marts.coverage.share is 'share 0-1'")
         con.execute(
             f"create table marts.dim_team as select 'team ' || range as team, {version} as v, "
-            "date '2026-09-30' as as_of from range(3)"
+            "date '2026-09-30' as as_of"
+            + (", 'site ' || range as site" if wider_team else "")
+            + " from range(3)"
         )
         if extra_table:
             con.execute("create table marts.added_later as select 1 as x")

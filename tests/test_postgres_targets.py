@@ -190,3 +190,45 @@ def test_the_run_and_its_events_are_on_the_server(pg, postgres_run):  # noqa: F8
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def test_bi_tools_find_each_marts_grain_as_its_key_and_counts_as_integers(pg, postgres_run):  # noqa: F811
+    """The served marts as SQLAlchemy (Metabase's and Superset's way) reflects them."""
+    import json
+
+    import sqlalchemy as sa
+
+    from pipelines.defs.dbt import dbt_project
+    from pipelines.lib.serving import mart_grains
+
+    _root, serving_db, *_ = postgres_run
+    grains = mart_grains(json.loads(dbt_project.manifest_path.read_text()))
+    engine = sa.create_engine(
+        sa.engine.URL.create(
+            "postgresql+psycopg2", "analyst", pg.analyst_password, "127.0.0.1", pg.port, serving_db
+        )
+    )
+    try:
+        inspector = sa.inspect(engine)
+        for table, grain in grains.items():
+            if grain.primary:
+                keys = inspector.get_pk_constraint(table, schema="marts")["constrained_columns"]
+            else:
+                [unique] = inspector.get_unique_constraints(table, schema="marts")
+                keys = unique["column_names"]
+            assert tuple(keys) == grain.columns, table
+        decimals_of_no_scale = [
+            (table, column["name"])
+            for table in inspector.get_table_names(schema="marts")
+            for column in inspector.get_columns(table, schema="marts")
+            if isinstance(column["type"], sa.Numeric)
+            and not isinstance(column["type"], sa.Float)
+            and column["type"].scale == 0
+        ]
+        assert decimals_of_no_scale == []  # counts and numbers are integers
+        interval = {
+            c["name"]: c["type"] for c in inspector.get_columns("certification_awards", "marts")
+        }["interval_number"]
+        assert isinstance(interval, sa.Integer)
+    finally:
+        engine.dispose()

@@ -9,10 +9,13 @@ does not collide with a server another checkout runs.
 
 It provisions what the pipeline and the tests expect:
 
-- role `talent` (login, may create databases): owns database `talent`, where the marts are
-  published for analysts, and `talent_build`, where dbt can build (`--build-target postgres`);
-- role `analyst` (login, nothing else): publishing grants it `connect` on `talent` and `select`
-  on schema `marts` only; it cannot connect to `talent_build`;
+- role `talent` (login, may create databases and roles): owns database `talent`, where the
+  marts are published for analysts, and `talent_build`, where dbt can build
+  (`--build-target postgres`); it makes the analysts' logins (`talent analysts add`);
+- group `talent_analysts` and its login `analyst` (made as `talent analysts add analyst` makes
+  one): `connect` on `talent`, `select` on schema `marts` (publishing grants it), views in
+  `analyst_views`; no other database, `postgres` and `template1` included (CONNECT and TEMP
+  are taken from PUBLIC there);
 - database `talent_dagster` (owned by `talent`) for Dagster's run, event-log and schedule
   storage (deploy/dagster-postgres.yaml).
 
@@ -44,7 +47,8 @@ DEFAULT_DIR = CHECKOUT / ".postgres"
 DEFAULT_PORT = 55432
 SERVER_USER = "postgres"  # the unprivileged user Debian's package creates
 PIPELINE_ROLE = "talent"
-ANALYST_ROLE = "analyst"
+ANALYST_ROLE = "analyst"  # a login in ANALYST_GROUP, for trying things and the tests
+ANALYST_GROUP = "talent_analysts"
 SERVING_DB = "talent"
 BUILD_DB = "talent_build"
 DAGSTER_DB = "talent_dagster"
@@ -154,6 +158,9 @@ def env_lines(port: int, pipeline_password: str, analyst_password: str) -> list[
         "TALENT_PG_PORT": str(port),
         "TALENT_PG_PASSWORD": pipeline_password,
         "TALENT_ANALYST_PASSWORD": analyst_password,
+        # libpq's password for the DSNs below that log in as the pipeline's role: a daemon or
+        # `talent run` started in a shell that sourced this file publishes
+        "PGPASSWORD": pipeline_password,
         "TALENT_PUBLISH_DSN": dsn(PIPELINE_ROLE, port, SERVING_DB),
         "TALENT_BUILD_DSN": dsn(PIPELINE_ROLE, port, BUILD_DB),
         "TALENT_ANALYST_DSN": dsn(ANALYST_ROLE, port, SERVING_DB),
@@ -171,16 +178,26 @@ def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def provisioning_sql(pipeline_password: str, analyst_password: str) -> str:
-    """Roles and databases, idempotent (run on every start; passwords follow the environment)."""
+def provisioning_sql(pipeline_password: str) -> str:
+    """Roles and databases, idempotent (run on every start; passwords follow the environment).
+
+    The analysts' group and logins are made by the pipeline's role afterwards (`talent
+    analysts add`, pipelines/lib/serving.py); what only a superuser can do is here: CREATEROLE
+    for `talent`, and CONNECT/TEMP on `postgres` and `template1` taken from PUBLIC.
+    """
     return f"""
 \\set ON_ERROR_STOP on
 select format('create role %I', '{PIPELINE_ROLE}')
  where not exists (select from pg_roles where rolname = '{PIPELINE_ROLE}') \\gexec
-select format('create role %I', '{ANALYST_ROLE}')
- where not exists (select from pg_roles where rolname = '{ANALYST_ROLE}') \\gexec
-alter role {PIPELINE_ROLE} login createdb password {_sql_literal(pipeline_password)};
-alter role {ANALYST_ROLE} login nocreatedb nocreaterole password {_sql_literal(analyst_password)};
+alter role {PIPELINE_ROLE} login createdb createrole password {_sql_literal(pipeline_password)};
+select format('create role %I nologin', '{ANALYST_GROUP}')
+ where not exists (select from pg_roles where rolname = '{ANALYST_GROUP}') \\gexec
+-- an `{ANALYST_ROLE}` login made before logins were per person: into the group, administered by
+-- the pipeline's role like the logins it makes
+select format('grant %I to %I', '{ANALYST_GROUP}', '{ANALYST_ROLE}')
+ where exists (select from pg_roles where rolname = '{ANALYST_ROLE}') \\gexec
+select format('grant %I to %I with admin option', '{ANALYST_ROLE}', '{PIPELINE_ROLE}')
+ where exists (select from pg_roles where rolname = '{ANALYST_ROLE}') \\gexec
 select format('create database %I owner %I', '{SERVING_DB}', '{PIPELINE_ROLE}')
  where not exists (select from pg_database where datname = '{SERVING_DB}') \\gexec
 select format('create database %I owner %I', '{BUILD_DB}', '{PIPELINE_ROLE}')
@@ -190,12 +207,33 @@ select format('create database %I owner %I', '{DAGSTER_DB}', '{PIPELINE_ROLE}')
 revoke all on database {BUILD_DB} from public;
 revoke all on database {DAGSTER_DB} from public;
 revoke all on database {SERVING_DB} from public;
-grant connect on database {SERVING_DB} to {ANALYST_ROLE};
+-- no one but the pipeline's role reaches the maintenance and template databases
+revoke connect, temporary on database postgres from public;
+revoke connect, temporary on database template1 from public;
+grant connect on database postgres to {PIPELINE_ROLE};
 \\connect {SERVING_DB}
 revoke all on schema public from public;
 \\connect {BUILD_DB}
 revoke all on schema public from public;
 """
+
+
+def provision_analyst(port: int, pipeline_password: str, analyst_password: str) -> None:
+    """The group and the `analyst` login, made as the pipeline's role by the same code as
+    `talent analysts add analyst` (with the password of `.postgres/env`)."""
+    from pipelines.lib.serving import add_login
+
+    saved = os.environ.get("PGPASSWORD")
+    os.environ["PGPASSWORD"] = pipeline_password
+    try:
+        add_login(
+            dsn(PIPELINE_ROLE, port, SERVING_DB), ANALYST_ROLE, ANALYST_GROUP, analyst_password
+        )
+    finally:
+        if saved is None:
+            os.environ.pop("PGPASSWORD")
+        else:
+            os.environ["PGPASSWORD"] = saved
 
 
 def start(folder: Path, port: int) -> Path:
@@ -266,8 +304,9 @@ def start(folder: Path, port: int) -> Path:
             [str(bins.parent / "bin" / "psql"), "-X", "-q", "-h", str(socket)]
             + ["-p", str(port_in_use), "-U", "postgres", "-d", "postgres"]
         ),
-        stdin=provisioning_sql(pipeline_pw, analyst_pw),
+        stdin=provisioning_sql(pipeline_pw),
     )
+    provision_analyst(port_in_use, pipeline_pw, analyst_pw)
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write("# written by `make postgres`; not part of the repository\n")
@@ -314,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"  source {env_file}   # port, passwords and DSNs into this shell\n"
                 f"  databases: {SERVING_DB} (published marts), {BUILD_DB} (dbt builds), "
                 f"{DAGSTER_DB} (Dagster's storage)\n"
-                f"  roles: {PIPELINE_ROLE} (publishes, builds), {ANALYST_ROLE} (reads marts)\n"
+                f"  roles: {PIPELINE_ROLE} (publishes, builds, makes analysts' logins), "
+                f"{ANALYST_GROUP} (reads marts) with its login {ANALYST_ROLE}\n"
                 "  stop it with `make postgres-stop`"
             )
         elif args.action == "stop":

@@ -6,6 +6,7 @@ check or a failed statistics/ROI step leaves the previous published file in plac
 
 import warnings
 from datetime import timedelta
+from pathlib import Path
 
 import dagster as dg
 
@@ -14,6 +15,9 @@ from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PostgresPublish, PublishError, publish
 
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
+# Metadata of the publish: what publishing to PostgreSQL did to analysts' sessions and views
+# (run summary warnings, pipelines/execution.py)
+POSTGRES_NOTES = "postgres_notes"
 # The nightly run must have published within this window, or the freshness check fails.
 FRESHNESS_WINDOW = timedelta(hours=26)
 
@@ -36,12 +40,23 @@ MART_KEYS = sorted(
 )
 
 
+def mart_grains() -> dict:
+    """Each dbt mart's grain, as its dbt tests state it (primary keys on PostgreSQL)."""
+    import json
+
+    from pipelines.lib.serving import mart_grains as grains_of
+
+    return grains_of(json.loads(Path(dbt.dbt_project.manifest_path).read_text()))
+
+
 @dg.asset(
     key=PUBLISHED_KEY,
     group_name="publish",
     deps=MART_KEYS,
     kinds={"duckdb"},
-    code_version=versions.source_version("pipelines.lib.publish"),
+    code_version=versions.source_version(
+        "pipelines.lib.publish", "pipelines.lib.postgres", "pipelines.lib.serving"
+    ),
     description=(
         "warehouse/talent.duckdb: the analyst-facing file. Schema `marts` copied from the "
         "build file, checked for personal data, checkpointed, then swapped in atomically "
@@ -68,12 +83,14 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
             s.published_db,
             run_id=context.run_id,
             min_group_size=s.min_group_size,
-            postgres=PostgresPublish(s.publish_dsn, s.publish_reader_role)
+            postgres=PostgresPublish(s.publish_dsn, s.publish_reader_role, mart_grains())
             if s.publish_dsn
             else None,
         )
     except PublishError as exc:
         raise dg.Failure(description=str(exc)) from exc
+    for note in result.postgres_notes:
+        context.log.warning(f"PostgreSQL: {note}")
     yield dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(result.published_path)),
@@ -82,6 +99,7 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
             "rows_by_table": dg.MetadataValue.json(result.tables),
             "published_at": result.published_at,
             **({"postgres": result.postgres} if result.postgres else {}),
+            **({POSTGRES_NOTES: result.postgres_notes} if result.postgres_notes else {}),
             **verdict.because(),
         }
     )

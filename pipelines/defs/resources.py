@@ -31,7 +31,7 @@ class TalentResource(dg.ConfigurableResource):
     settle_seconds: float
     # Targets (docs/architecture.md, "Targets"): publish to PostgreSQL, build elsewhere.
     publish_dsn: str | None = None
-    publish_reader_role: str = "analyst"
+    publish_reader_role: str = "talent_analysts"
     build_target: str = "duckdb"
     build_dsn: str | None = None
 

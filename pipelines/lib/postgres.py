@@ -4,10 +4,14 @@ Three movements of tables between a local DuckDB file and a PostgreSQL database,
 transaction so that a reader never sees half of one:
 
 - `stage_publish`: schema `marts` of the (already checked) published file into the serving
-  database. The tables are loaded into a fresh schema, then swapped with `marts` by two renames;
+  database. Each mart whose columns are unchanged is emptied and refilled in place (`delete`,
+  then COPY), new marts are created, each with its grain as primary key or unique constraint;
   the caller commits after the DuckDB file is swapped in too (`pipelines.lib.publish`). Until
-  the commit, every other session keeps reading the previous `marts`; a publish that fails or is
-  killed midway is rolled back by the server.
+  the commit every other session reads the previous rows; no reader's lock conflicts with a
+  refill, so readers never wait on the publish nor the publish on them, and views analysts
+  built on the marts (`analyst_views`) stay valid. A mart whose columns changed is replaced
+  (`pipelines.lib.serving.replace_table`). A publish that fails or is killed midway is rolled
+  back by the server.
 - `load_raw`: the raw tables into schema `raw` of the database dbt-postgres builds in
   (`--build-target postgres`): ingestion stays local, dbt reads its sources there.
 - `mirror_to_duckdb`: the tables dbt built there back into the local build file, where the
@@ -36,12 +40,12 @@ from pipelines.lib.failpoints import failpoint
 
 PUBLISHED_SCHEMA = "marts"
 STAGING_SUFFIX = "__publishing"
-PREVIOUS_SUFFIX = "__previous"
 # Schemas that hold restricted data: never in the database analysts connect to.
 RESTRICTED_SCHEMAS = ("raw", "staging", "intermediate", "restricted")
-# How long a publish waits for analysts' running queries on the previous marts before giving up
-# (and rolling back: the previous marts stay).
-LOCK_TIMEOUT = "60s"
+# The longest any statement of a publish may wait for a lock before the publish gives up (and
+# rolls back: the previous marts stay). Refreshing a mart in place takes no lock a reader's
+# conflicts with; replacing one (its columns changed) asks without waiting (`serving`).
+LOCK_TIMEOUT = "5s"
 
 
 class PostgresError(RuntimeError):
@@ -175,9 +179,8 @@ def _duck_quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def copy_duckdb_table(duck, source: str, cur, target: sql.Composed, columns) -> int:
-    """Create `target` with the columns' PostgreSQL types and COPY the rows of DuckDB relation
-    `source` into it; returns the number of rows. `columns`: (name, duckdb type) pairs."""
+def create_table(cur, target: sql.Composed, columns) -> None:
+    """Create `target` with the PostgreSQL types of `columns` ((name, duckdb type) pairs)."""
     cur.execute(
         sql.SQL("create table {} ({})").format(
             target,
@@ -187,6 +190,11 @@ def copy_duckdb_table(duck, source: str, cur, target: sql.Composed, columns) -> 
             ),
         )
     )
+
+
+def copy_rows(duck, source: str, cur, target: sql.Composed, columns) -> int:
+    """COPY the rows of DuckDB relation `source` into the existing table `target`; returns the
+    number of rows. `columns`: (name, duckdb type) pairs, in the target's order."""
     select = ", ".join(
         # a list travels as a PostgreSQL array literal
         f"'{{' || array_to_string(list_transform({_duck_quote(n)}, x -> '\"' || "
@@ -195,13 +203,23 @@ def copy_duckdb_table(duck, source: str, cur, target: sql.Composed, columns) -> 
         else _duck_quote(n)
         for n, t in columns
     )
+    names = sql.SQL(", ").join(sql.Identifier(n) for n, _ in columns)
     with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
         duck.execute(
             f"copy (select {select} from {source}) to '{tmp.name}' (format csv, header false)"
         )
         with open(tmp.name, encoding="utf-8") as fh:
-            cur.copy_expert(sql.SQL("copy {} from stdin with (format csv)").format(target), fh)
+            cur.copy_expert(
+                sql.SQL("copy {} ({}) from stdin with (format csv)").format(target, names), fh
+            )
     return cur.rowcount
+
+
+def copy_duckdb_table(duck, source: str, cur, target: sql.Composed, columns) -> int:
+    """Create `target` with the columns' PostgreSQL types and COPY the rows of DuckDB relation
+    `source` into it; returns the number of rows. `columns`: (name, duckdb type) pairs."""
+    create_table(cur, target, columns)
+    return copy_rows(duck, source, cur, target, columns)
 
 
 def _duck_tables(duck, catalog: str, schema: str) -> list[tuple[str, str | None]]:
@@ -222,11 +240,13 @@ def _duck_columns(duck, catalog: str, schema: str, table: str) -> list[tuple[str
 
 @dataclass
 class PendingPublish:
-    """A publish loaded and swapped inside an open transaction: `commit()` makes it visible."""
+    """A publish loaded into the marts inside an open transaction: `commit()` makes it visible.
+    `notes`: what the publish did to analysts' sessions and views, one line each (run summary)."""
 
     connection: object
     where: str
     tables: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def commit(self) -> None:
         self.connection.commit()
@@ -254,15 +274,109 @@ def _check_serving_database(cur, dsn: str, reader_role: str) -> None:
     cur.execute("select 1 from pg_roles where rolname = %s", [reader_role])
     if cur.fetchone() is None:
         raise PostgresError(
-            f"the role {reader_role!r} that analysts log in as does not exist in "
-            f"{describe(dsn)}: create it (`create role {reader_role} login password '...'`; "
-            "`make postgres` does for the local server) or set TALENT_PUBLISH_READER_ROLE."
+            f"the role {reader_role!r} that analysts read with does not exist in "
+            f"{describe(dsn)}: `talent analysts add NAME` creates it with a first login (README: "
+            '"Logins for analysts"), or set TALENT_PUBLISH_READER_ROLE to the existing one.'
         )
 
 
-def _load_schema(cur, source_db: Path, schema: str, into: sql.Identifier) -> dict[str, int]:
-    """Every table of `schema` in the DuckDB file into schema `into`, with its comments."""
+@dataclass(frozen=True)
+class Grain:
+    """A mart's grain: the columns that identify a row; `primary` when none of them is ever NULL
+    (a primary key), else a unique constraint treating NULLs as equal, as dbt's test does."""
+
+    columns: tuple[str, ...]
+    primary: bool
+
+
+def _layout(columns, grain: Grain | None) -> tuple:
+    """What must match for a table to be refreshed in place: column names and PostgreSQL
+    types in order, and the grain constraint."""
+    return (
+        tuple((n, _normal_type(pg_type(t))) for n, t in columns),
+        (grain.columns, grain.primary) if grain else None,
+    )
+
+
+_TYPE_ALIASES = {
+    "timestamp": "timestamp without time zone",
+    "timestamptz": "timestamp with time zone",
+    "time": "time without time zone",
+}
+
+
+def _normal_type(text: str) -> str:
+    t = text.replace(", ", ",").strip()
+    base, array = (t[:-2], "[]") if t.endswith("[]") else (t, "")
+    return _TYPE_ALIASES.get(base, base) + array
+
+
+def _existing_layouts(cur, schema: str) -> dict[str, tuple]:
+    """The layout (`_layout`) of every table now in `schema` of the serving database."""
+    cur.execute(
+        "select c.relname, a.attname, format_type(a.atttypid, a.atttypmod) from pg_class c "
+        "join pg_namespace n on n.oid = c.relnamespace join pg_attribute a on a.attrelid = c.oid "
+        "where n.nspname = %s and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped "
+        "order by c.relname, a.attnum",
+        [schema],
+    )
+    columns: dict[str, list] = {}
+    for table, column, pg_t in cur.fetchall():
+        columns.setdefault(table, []).append((column, _normal_type(pg_t)))
+    cur.execute(
+        "select c.relname, k.contype, array(select a.attname from unnest(k.conkey) with "
+        "ordinality as u(attnum, i) join pg_attribute a on a.attrelid = c.oid and a.attnum = "
+        "u.attnum order by u.i) from pg_constraint k join pg_class c on c.oid = k.conrelid "
+        "join pg_namespace n on n.oid = c.relnamespace where n.nspname = %s "
+        "and k.conname = c.relname || '_grain'",
+        [schema],
+    )
+    keys = {t: (tuple(cols), kind == "p") for t, kind, cols in cur.fetchall()}
+    return {t: (tuple(cols), keys.get(t)) for t, cols in columns.items()}
+
+
+def _add_grain(cur, target: sql.Composed, table: str, grain: Grain) -> None:
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in grain.columns)
+    kind = sql.SQL("primary key" if grain.primary else "unique nulls not distinct")
+    cur.execute(
+        sql.SQL("alter table {} add constraint {} {} ({})").format(
+            target, sql.Identifier(f"{table}_grain"), kind, cols
+        )
+    )
+
+
+def _comment(cur, target: sql.Composed, column: str | None, text: str | None) -> None:
+    """Set a table's or column's comment when it differs (a comment takes a lock no reader's
+    does conflict with, and is skipped when nothing changed)."""
+    if column is None:
+        cur.execute("select obj_description(%s::regclass, 'pg_class')", [target.as_string(cur)])
+        what = target
+    else:
+        cur.execute(
+            "select col_description(%s::regclass, (select attnum from pg_attribute where "
+            "attrelid = %s::regclass and attname = %s))",
+            [target.as_string(cur), target.as_string(cur), column],
+        )
+        what = sql.SQL("{}.{}").format(target, sql.Identifier(column))
+    if (cur.fetchone()[0] or None) != (text or None):
+        kind = sql.SQL("table" if column is None else "column")
+        cur.execute(sql.SQL("comment on {} {} is {}").format(kind, what, sql.Literal(text)))
+
+
+def _load_schema(
+    cur, source_db: Path, schema: str, grains: dict[str, Grain]
+) -> tuple[dict[str, int], list[str]]:
+    """Every table of `schema` in the DuckDB file into the serving database: a table whose
+    layout is unchanged is emptied and refilled in place in `schema` (readers hold no lock that
+    conflicts, and see the old rows until the commit); a new table is created there; a table
+    whose layout changed is loaded into the staging schema, for `_replace_changed`. Returns
+    rows per table and the tables to replace."""
     loaded: dict[str, int] = {}
+    changed: list[str] = []
+    existing = _existing_layouts(cur, schema)
+    staging = sql.Identifier(schema + STAGING_SUFFIX)
+    cur.execute(sql.SQL("drop schema if exists {} cascade").format(staging))
+    cur.execute(sql.SQL("create schema {}").format(staging))
     with db.connect(source_db, read_only=True) as duck:
         catalog = duck.execute("select current_database()").fetchone()[0]
         tables = _duck_tables(duck, catalog, schema)
@@ -270,69 +384,103 @@ def _load_schema(cur, source_db: Path, schema: str, into: sql.Identifier) -> dic
             raise PostgresError(f"{source_db} has no tables in schema {schema}: nothing to publish")
         for i, (table, comment) in enumerate(tables):
             columns = _duck_columns(duck, catalog, schema, table)
-            target = sql.SQL("{}.{}").format(into, sql.Identifier(table))
+            pairs = [(n, t) for n, t, _ in columns]
+            grain = grains.get(table)
+            in_place = existing.get(table) == _layout(pairs, grain)
+            home = sql.Identifier(schema) if in_place or table not in existing else staging
+            target = sql.SQL("{}.{}").format(home, sql.Identifier(table))
+            if in_place:
+                cur.execute(sql.SQL("delete from {}").format(target))
+            else:
+                create_table(cur, target, pairs)
+                if grain:
+                    _add_grain(cur, target, table, grain)
+                if table in existing:
+                    changed.append(table)
             source = f"{_duck_quote(schema)}.{_duck_quote(table)}"
-            rows = copy_duckdb_table(duck, source, cur, target, [(n, t) for n, t, _ in columns])
+            rows = copy_rows(duck, source, cur, target, pairs)
             expected = duck.execute(f"select count(*) from {source}").fetchone()[0]
             if rows != expected:
                 raise PostgresError(
                     f"{schema}.{table}: {rows} rows arrived in PostgreSQL, {expected} were sent"
                 )
             loaded[f"{schema}.{table}"] = rows
-            if comment:
-                cur.execute(
-                    sql.SQL("comment on table {} is {}").format(target, sql.Literal(comment))
-                )
+            _comment(cur, target, None, comment)
             for name, _, col_comment in columns:
-                if col_comment:
-                    cur.execute(
-                        sql.SQL("comment on column {}.{} is {}").format(
-                            target, sql.Identifier(name), sql.Literal(col_comment)
-                        )
-                    )
+                _comment(cur, target, name, col_comment)
             if i == len(tables) // 2:
                 failpoint("publish:postgres_half_loaded")
-    return loaded
+    gone = sorted(set(existing) - {t for t, _ in tables})
+    return loaded, changed + gone
 
 
-def _swap_and_grant(cur, database: str, schema: str, reader_role: str, note: str) -> None:
-    """Swap the loaded schema in by two renames; the reader may connect and read it, and only
-    it (inside the caller's transaction, so nothing is visible before the commit)."""
+def _replace_changed(cur, schema: str, tables: list[str], reader_role: str) -> list[str]:
+    """Swap in the marts whose layout changed (loaded into the staging schema) and drop those
+    no longer published, last, so that the exclusive locks this takes are held only for the
+    moment until the commit; the views on them are recreated. Lines for the run summary."""
+    from pipelines.lib import serving
+
+    notes: list[str] = []
+    dropped_views: list[tuple] = []
     staging = sql.Identifier(schema + STAGING_SUFFIX)
-    previous = sql.Identifier(schema + PREVIOUS_SUFFIX)
-    target = sql.Identifier(schema)
-    cur.execute("select 1 from pg_namespace where nspname = %s", [schema])
-    if cur.fetchone():
-        cur.execute(sql.SQL("drop schema if exists {} cascade").format(previous))
-        cur.execute(sql.SQL("alter schema {} rename to {}").format(target, previous))
-    cur.execute(sql.SQL("alter schema {} rename to {}").format(staging, target))
-    cur.execute(sql.SQL("drop schema if exists {} cascade").format(previous))
+    for table in tables:
+        said, views = serving.replace_table(cur, schema, table, reader_role)
+        notes += said
+        dropped_views += views
+        new = sql.SQL("{}.{}").format(staging, sql.Identifier(table))
+        cur.execute("select to_regclass(%s)", [new.as_string(cur)])
+        if cur.fetchone()[0] is None:
+            notes.append(f"dropped {schema}.{table}, which is no longer published")
+        else:
+            cur.execute(sql.SQL("alter table {} set schema {}").format(new, sql.Identifier(schema)))
+    cur.execute(sql.SQL("drop schema {}").format(staging))
+    return notes + serving.recreate_views(cur, dropped_views)
+
+
+def _grant(cur, database: str, schema: str, reader_role: str, note: str) -> None:
+    """The reader may connect to the database and read the schema's tables, nothing else."""
+    target, reader = sql.Identifier(schema), sql.Identifier(reader_role)
     cur.execute(sql.SQL("comment on schema {} is {}").format(target, sql.Literal(note)))
-    reader, db_name = sql.Identifier(reader_role), sql.Identifier(database)
     cur.execute(sql.SQL("revoke all on schema {} from public").format(target))
     cur.execute(sql.SQL("grant usage on schema {} to {}").format(target, reader))
-    cur.execute(sql.SQL("grant select on all tables in schema {} to {}").format(target, reader))
+    # only tables the reader cannot read yet: a grant on a table a reader is reading waits
+    cur.execute(
+        "select quote_ident(c.relname) from pg_class c join pg_namespace n on "
+        "n.oid = c.relnamespace where n.nspname = %s and c.relkind = 'r' and not "
+        "has_table_privilege(%s, c.oid, 'select')",
+        [schema, reader_role],
+    )
+    for (table,) in cur.fetchall():
+        cur.execute(sql.SQL("grant select on {}.{} to {}").format(target, sql.SQL(table), reader))
+    db_name = sql.Identifier(database)
     cur.execute(sql.SQL("revoke all on database {} from public").format(db_name))
     cur.execute(sql.SQL("grant connect on database {} to {}").format(db_name, reader))
 
 
 def stage_publish(
-    source_db: Path, dsn: str, reader_role: str, note: str, schema: str = PUBLISHED_SCHEMA
+    source_db: Path,
+    dsn: str,
+    reader_role: str,
+    note: str,
+    schema: str = PUBLISHED_SCHEMA,
+    grains: dict[str, Grain] | None = None,
 ) -> PendingPublish:
-    """Load schema `schema` of DuckDB file `source_db` into the database of `dsn` and swap it in,
-    without committing. `reader_role` gets `connect` on the database and `select` on the schema's
-    tables, nothing else. Refuses a database that holds raw or restricted schemas."""
+    """Load schema `schema` of DuckDB file `source_db` into the same schema of the database of
+    `dsn`, without committing. `reader_role` gets `connect` on the database and `select` on the
+    schema's tables, nothing else; `grains` (table -> Grain) become primary keys or unique
+    constraints. Refuses a database that holds raw or restricted schemas."""
     con = connect(dsn, "talent-metrics publish")
     pending = PendingPublish(connection=con, where=f"{describe(dsn)} schema {schema}")
     try:
         cur = con.cursor()
+        # nothing here waits on a reader (serving.replace_table asks for its locks without
+        # queueing); this bounds any other wait
         cur.execute(sql.SQL("set local lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
         _check_serving_database(cur, dsn, reader_role)
-        staging = sql.Identifier(schema + STAGING_SUFFIX)
-        cur.execute(sql.SQL("drop schema if exists {} cascade").format(staging))
-        cur.execute(sql.SQL("create schema {}").format(staging))
-        pending.tables = _load_schema(cur, source_db, schema, staging)
-        _swap_and_grant(cur, con.get_dsn_parameters()["dbname"], schema, reader_role, note)
+        cur.execute(sql.SQL("create schema if not exists {}").format(sql.Identifier(schema)))
+        pending.tables, changed = _load_schema(cur, source_db, schema, grains or {})
+        pending.notes = _replace_changed(cur, schema, changed, reader_role)
+        _grant(cur, con.get_dsn_parameters()["dbname"], schema, reader_role, note)
         failpoint("publish:postgres_swapped")
     except psycopg2.Error as exc:
         pending.abandon()

@@ -64,6 +64,8 @@ class PublishResult:
     published_at: str = ""
     # user@host:port/database schema marts, when the marts were published to PostgreSQL too
     postgres: str = ""
+    # what that publish did to analysts' sessions and views (a mart whose columns changed)
+    postgres_notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,9 @@ class PostgresPublish:
     """Publish the same marts into a PostgreSQL database as well (`TALENT_PUBLISH_DSN`)."""
 
     dsn: str
-    reader_role: str = "analyst"
+    reader_role: str = "talent_analysts"
+    # mart -> its grain (pipelines.lib.serving.mart_grains): primary keys or unique constraints
+    grains: dict = field(default_factory=dict)
 
 
 def _quote(identifier: str) -> str:
@@ -222,9 +226,9 @@ def publish(
     it would publish personal data or a group of fewer than `min_group_size` people, as a count
     (GROUP_SIZE_COLUMNS) or in text (`small_groups_in_text`).
 
-    With `postgres`, the checked file's marts are also loaded into that database and swapped
-    with its schema `marts` inside one transaction, which commits right after the file is
-    swapped in: a failure before that leaves both the file and the database as they were.
+    With `postgres`, the checked file's marts also refill schema `marts` of that database in one
+    transaction (`postgres.stage_publish`), committed right after the file is swapped in: a
+    failure before that leaves both the file and the database as they were.
     """
     build_db = Path(build_db)
     published_db = Path(published_db)
@@ -325,6 +329,7 @@ def _swap_in(tmp: Path, published_db: Path, pending, result: PublishResult) -> N
     if pending is not None:
         _commit_postgres(pending, published_db)
         result.postgres = pending.where
+        result.postgres_notes = pending.notes
 
 
 def _stage_postgres(tmp: Path, target: PostgresPublish | None, run_id: str, result: PublishResult):
@@ -339,6 +344,7 @@ def _stage_postgres(tmp: Path, target: PostgresPublish | None, run_id: str, resu
             tmp,
             target.dsn,
             target.reader_role,
+            grains=target.grains,
             note=f"talent-metrics marts, published {published_at} (run {run_id or 'by hand'}); "
             "pseudonymised, small groups suppressed",
         )

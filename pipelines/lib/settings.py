@@ -57,8 +57,9 @@ class Settings:
     # Targets (docs/architecture.md, "Targets"). Publish the marts into this PostgreSQL database
     # as well as the DuckDB file; a DSN without a password (libpq reads PGPASSWORD).
     publish_dsn: str | None = None
-    # The role analysts log in as: it may read schema `marts` of that database, nothing else.
-    publish_reader_role: str = "analyst"
+    # The group role of the analysts' logins (`talent analysts add`): it may read schema `marts`
+    # of that database and keep views in `analyst_views`, nothing else.
+    publish_reader_role: str = "talent_analysts"
     # Where dbt builds: duckdb (the build file), postgres (the database of build_dsn, raw tables
     # copied there first) or spark (a local Spark session). The Python steps read the result
     # from the build file in every case (pipelines/lib/targets.py copies it back).

@@ -31,11 +31,13 @@ flagged as (
 numbered as (
     select
         *,
-        sum(is_new_interval) over (
+        -- a running count: an integer (a sum of integers is HUGEINT on DuckDB, numeric on
+        -- PostgreSQL, which BI tools read as a decimal measure)
+        cast(sum(is_new_interval) over (
             partition by person_key, certification_code
             order by issued_on, expires_on
             rows unbounded preceding
-        ) as interval_number
+        ) as integer) as interval_number
     from flagged
 ),
 
