@@ -23,7 +23,7 @@ help:
 	@echo "make postgres-stop - stop it"
 	@echo "make test-targets  - the pipeline on PostgreSQL and dbt on Spark, compared with DuckDB"
 	@echo "make test-spark    - only the Spark half of test-targets"
-	@echo "make test-companies - twenty generated companies, each run as the nightly and scanned for small groups"
+	@echo "make test-companies - 22 generated companies, each run as the nightly and scanned for small groups"
 
 $(UV):
 	@echo "uv not found: installing it from PyPI into .tools/"
@@ -99,12 +99,13 @@ test-spark: setup
 	@rm -f .venv/.synced
 	$(UV) run --frozen --extra spark pytest -m spark
 
-# Twenty generated companies (300 to 6,000 employees, 2-4 years, seeds of their own), each
-# generated and run as the nightly in a temporary folder of its own, two at a time: each must
-# publish, and its published file must show no group of 1-4 people in a number or a text
-# (tests/test_companies.py). About half a minute of CPU a company, so not part of `make test`
-# (which scans the shared test company and one small company of its own); .ci/run runs it
-# after. -rA prints every company's line (seed, size, published, what it shows), passed or not.
+# Twenty-two generated companies (300 to 20,000 employees, 2-4 years, seeds of their own),
+# each generated and run as the nightly in a temporary folder of its own, two at a time: each
+# must publish, and its published file must show no group of 1-4 people in a number or a text
+# (tests/test_companies.py). 35-60 s of CPU a company, about 16 CPU minutes in all, so not
+# part of `make test`, which scans the shared test company and one small company of its own;
+# .ci/run runs it after. -rA prints every company's line (seed, size, published, what it
+# shows), passed or not.
 test-companies: setup
 	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest -m companies -n 2 --dist load -rA
