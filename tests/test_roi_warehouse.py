@@ -450,3 +450,15 @@ def test_a_non_estimable_effect_prices_no_return(assumptions, incident, reason):
     assert rows["efficiency"]["status"] == "stated"
     # and no quarter books downtime avoided on a ratio nobody estimated
     assert tables["roi_by_period"]["downtime_avoided_usd"].abs().sum() == 0
+
+
+def test_the_inputs_text_names_a_small_group_of_people_by_the_minimum():
+    """`apprentices` counts people: 1..k-1 of them read "fewer than k" in roi_summary.inputs, as
+    in the marts; counts of events (exam attempts) and larger groups keep their number."""
+    from pipelines.lib.roi.warehouse import driver_text
+
+    assert driver_text("apprentices", 4.0, 5) == "apprentices=fewer than 5"
+    assert driver_text("apprentices", 3.0, 3) == "apprentices=3"
+    assert driver_text("apprentices", 12.0, 5) == "apprentices=12"
+    assert driver_text("apprentices", 0.0, 5) == "apprentices=0"
+    assert driver_text("exam_attempts", 3.0, 5) == "exam_attempts=3"

@@ -67,7 +67,7 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
         with db.connect(s.build_db) as con:
             assumptions = load_assumptions(s.assumptions_file)
             marts = read_marts(con, db_label=str(s.build_db))
-            tables = build_roi_tables(marts, assumptions)
+            tables = build_roi_tables(marts, assumptions, s.min_group_size)
             # write_tables writes each table twice: in full (restricted) and as published
             write_tables(con, tables)
     except RoiInputError as exc:

@@ -52,6 +52,7 @@ from pipelines.lib.roi.model import (
     sensitivity,
     totals,
 )
+from pipelines.lib.small_groups import is_small
 
 INPUT_MARTS: dict[str, tuple[str, ...]] = {
     "training_spend": (
@@ -376,11 +377,24 @@ def roi_by_period(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     return both.select(cols).sort("period_type", "period_start")
 
 
+# Drivers that count people (not events, hours or money): the inputs text names a group of
+# 1..min_group_size-1 of them as "fewer than k", as the marts do.
+PEOPLE_DRIVERS = ("apprentices",)
+
+
+def driver_text(name: str, value: float, min_group_size: int) -> str:
+    """`name=value` for the inputs column; a count of 1..k-1 people reads `name=fewer than k`."""
+    if name in PEOPLE_DRIVERS and is_small(value, min_group_size):
+        return f"{name}=fewer than {min_group_size}"
+    return f"{name}={value:,.6g}"
+
+
 def roi_summary(
     drivers: pl.LazyFrame,
     params: Params,
     unavailable: Mapping[str, str] | None = None,
     effects: Mapping[str, EffectEvidence] | None = None,
+    min_group_size: int = 5,
 ) -> pl.DataFrame:
     """One row per line item over the whole window, with its formula, priced inputs and status
     (investment, measured, stated, unavailable: no amount, the note says why), and the strength
@@ -402,7 +416,7 @@ def roi_summary(
     parts = components(summed, params, effects or {}) if effects is not None else []
     rows = []
     for li in LINE_ITEMS:
-        inputs = [f"{d}={summed[d]:,.6g}" for d in li.drivers] + [
+        inputs = [driver_text(d, summed[d], min_group_size) for d in li.drivers] + [
             f"{p}={params[p]:,.6g}" for p in li.params
         ]
         status, note = item_status(li.item, li.category, unavailable or {})
@@ -479,7 +493,9 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
 
 
 def build_roi_tables(
-    marts: Mapping[str, pl.LazyFrame], assumptions: Mapping[str, Assumption]
+    marts: Mapping[str, pl.LazyFrame],
+    assumptions: Mapping[str, Assumption],
+    min_group_size: int = 5,
 ) -> dict[str, pl.DataFrame]:
     """All three output tables from the input marts (LazyFrames keyed by mart name)."""
     effect = marts["certification_effect"].collect()
@@ -501,7 +517,11 @@ def build_roi_tables(
     return {
         "roi_by_period": roi_by_period(drivers, params).collect(),
         "roi_summary": roi_summary(
-            drivers, params, unavailable_effects(effect), read_effect_evidence(effect)
+            drivers,
+            params,
+            unavailable_effects(effect),
+            read_effect_evidence(effect),
+            min_group_size,
         ),
         "roi_sensitivity": roi_sensitivity(drivers, assumed),
     }
