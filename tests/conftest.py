@@ -345,3 +345,29 @@ SLOW_MODULES_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(SLOW_MODULES_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# The slowest tests of the run and their share of all the tests' time (setup, call and teardown
+# added up: a module's shared pipeline run is charged to its first test), printed at the end of
+# every run, so that the suite's cost stays in sight.
+SLOWEST_SHOWN = 20
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                spent[report.nodeid] = spent.get(report.nodeid, 0.0) + report.duration
+    total = sum(spent.values())
+    if not total:
+        return
+    slowest = sorted(spent.items(), key=lambda item: item[1], reverse=True)[:SLOWEST_SHOWN]
+    share = sum(seconds for _, seconds in slowest) / total
+    terminalreporter.write_sep(
+        "=",
+        f"slowest {len(slowest)} tests: {share:.0%} of {total:,.0f} s of test time "
+        f"({len(spent)} tests)",
+    )
+    for nodeid, seconds in slowest:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {seconds / total:5.1%}  {nodeid}")
