@@ -1257,3 +1257,21 @@ def test_a_metric_not_estimable_publishes_no_figure_and_restricted_keeps_the_nai
             [effects.loc[0, "metric"]],
         ).fetchone()
     assert kept == pytest.approx((0.22, 0.12, 0.42))
+
+
+def test_the_estimators_run_on_one_blas_thread_and_give_the_setting_back():
+    """Every BLAS numpy and scipy loaded (threadpoolctl's own account of them) runs one thread
+    inside single_threaded_blas, and its previous thread count afterwards."""
+    import scipy.linalg  # noqa: F401 (loads scipy's BLAS, where it has its own)
+    from threadpoolctl import threadpool_info
+
+    from pipelines.lib.effects.fit import single_threaded_blas
+
+    def blas() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas()
+    assert before, "no BLAS found: numpy always loads one"
+    with single_threaded_blas():
+        assert blas() == [1] * len(before)
+    assert blas() == before

@@ -19,9 +19,6 @@ instead use CR2 with Satterthwaite degrees of freedom (``small_sample="cr2"``, `
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import glob
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,32 +42,11 @@ def single_threaded_blas():
 
     On a 2-core machine shared with dbt and other steps, OpenBLAS's spinning worker threads
     made one 70k x 70 cross-product 40 times slower than on one thread (measured). numpy has
-    no switch for this, so the OpenBLAS bundled with numpy is asked directly; if it cannot be
-    found, nothing changes."""
-    import numpy
+    no switch for this; threadpoolctl limits whichever BLAS numpy and scipy loaded."""
+    from threadpoolctl import threadpool_limits
 
-    setter = getter = None
-    for path in glob.glob(
-        os.path.join(os.path.dirname(numpy.__file__), "..", "numpy.libs", "*openblas*")
-    ):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "64_"), ("openblas", "")):
-            if hasattr(lib, f"{prefix}_set_num_threads{suffix}"):
-                setter = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-                getter = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-                break
-    if setter is None:
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
-        return
-    before = int(getter())
-    setter(1)
-    try:
-        yield
-    finally:
-        setter(before)
 
 
 @dataclass(frozen=True)
