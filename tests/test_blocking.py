@@ -248,6 +248,6 @@ def test_a_revoked_credly_badge_is_quarantined_and_the_run_publishes(credly_run)
     # `talent sources check` said beforehand what the run then did
     assert (checked.rows, checked.loadable, checked.quarantined) == (6, 5, 1)
     assert [(r, n) for r, n, _ in checked.reasons] == [(reason, 1)]
-    assert "Issued Badges.csv" in proc.stdout  # the run summary names the file
+    assert "Issued Badges.csv" in proc.stderr  # the run summary names the file
     with duckdb.connect(str(wh / "talent.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from marts.source_deliveries").fetchone()[0] > 0
