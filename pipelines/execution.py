@@ -90,7 +90,8 @@ class RunOutcome:
         if self.export_sources:
             lines.append(
                 "Delivered by two or more tools (each keeps its own deliveries; both count, a "
-                "row with the same natural key once):"
+                "record both describe once, by sources.yml's precedence or the latest "
+                "delivery; differences in marts.source_conflicts):"
             )
             lines += [f"  {e}: {tools}" for e, tools in self.export_sources.items()]
         if self.missing_exports:

@@ -106,7 +106,7 @@ def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
             "size_bytes BIGINT, rows_total BIGINT, rows_loaded BIGINT, rows_quarantined BIGINT, "
             "encoding VARCHAR, locale VARCHAR, delimiter VARCHAR, loaded_at TIMESTAMP, "
             "status VARCHAR, superseded_by VARCHAR, message VARCHAR, profile VARCHAR, "
-            "period_source VARCHAR)"
+            "period_source VARCHAR, source_system VARCHAR)"
         )
         con.execute(
             "create table main.quarantine (file_id VARCHAR, export VARCHAR, file_name VARCHAR, "

@@ -209,11 +209,24 @@ def test_build_args_pass_privacy_vars_as_json(tmp_path):
     )
     args = build_args(s, full_refresh=False)
     assert args[:2] == ["build", "--vars"]
-    assert json.loads(args[2]) == {"min_group_size": 7, "scope_division": "Team 'Ops'"}
+    # no sources.yml: no precedence between tools, the latest delivery wins
+    assert json.loads(args[2]) == {
+        "min_group_size": 7,
+        "scope_division": "Team 'Ops'",
+        "source_precedence": {},
+    }
     # unit tests check the SQL, not the data: the test suite runs them, the nightly does not
     assert args[3:] == ["--exclude-resource-type", "unit_test"]
     # unless told otherwise, the incremental staging models are built from all rows
     assert build_args(s) == [*args, "--full-refresh"]
+    # the company names its system of record: the order reaches dbt as a var
+    (tmp_path / "sources.yml").write_text("system_of_record:\n  hris: Workday\n")
+    hris = {"tools": ["workday"], "rule": "system of record"}
+    assert json.loads(build_args(s)[2])["source_precedence"] == {
+        "employees": hris,
+        "job_history": hris,
+        "contractor_hours": hris,
+    }
 
 
 def test_a_model_s_code_version_follows_its_sql_its_yml_and_the_project(tmp_path, monkeypatch):

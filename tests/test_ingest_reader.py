@@ -220,7 +220,7 @@ def test_unknown_boolean_word_names_the_accepted_words():
     [
         (",", "12.5", 12.5),
         (",", '"1,234.5"', 1234.5),
-        (",", "-3", -3.0),
+        (",", "+3", 3.0),
         (";", "12,5", 12.5),
         (";", "1.234,5", 1234.5),
         (";", "1.234", 1234.0),
@@ -234,6 +234,22 @@ def test_decimal_numbers_per_locale(delimiter, value, expected):
     body = f"{header}\n" + delimiter.join(["G", "V", month, "t", value, "1"]) + "\n"
     parsed = parse_export_bytes(body.encode(), "contractor_hours", "c.csv")
     assert parsed.rows.to_pylist()[0]["hours"] == expected
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "month", "value"), [(",", "2024-03", "-3"), (";", "03.2024", "-1.234,5")]
+)
+def test_a_negative_number_is_read_and_then_judged_by_its_row_rule(delimiter, month, value):
+    # read as a number (not "not a valid decimal"), then quarantined by hours_in_range
+    header = delimiter.join(
+        ["engagement_id", "vendor", "month", "team", "hours", "hourly_rate_usd"]
+    )
+    body = f"{header}\n" + delimiter.join(["G", "V", month, "t", value, "1"]) + "\n"
+    parsed = parse_export_bytes(body.encode(), "contractor_hours", "c.csv")
+    assert parsed.rows.num_rows == 0
+    (rejected,) = parsed.rejected
+    assert rejected.line_number == 2
+    assert rejected.reason.startswith(f'hours_in_range: hours "{value}" must be at least 0')
 
 
 @pytest.mark.parametrize("value", ["12.5", "1e3", "ten"])

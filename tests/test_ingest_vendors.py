@@ -2,8 +2,9 @@
 
 Fixtures in tests/fixtures/vendors/ are written by hand as each tool produces them. Planted
 faults: BambooHR line 9 has hire date 13/45/2021 (quarantined), PagerDuty line 5 is dated 2099
-(quarantined, out of range). Credly line 5 is a revoked badge without a revocation date: an
-award that ends on its issue date, not a broken row.
+(quarantined, out of range). Credly line 5 is a revoked badge without a revocation date: the
+profile ends it on its issue date, an award never held, which the row rule
+issued_on_before_expires_on quarantines while the rest of the file loads.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def test_vendor_files_load_under_their_own_names(settings):
     # period from the data: the latest hire or termination date (Hamilton hired 10/07/2024)
     assert by[("Employee Report.csv", "employees")][3:5] == ("2024-10-07", "data")
     assert by[("Employee Report.csv", "employees")][5:] == (9, 8, 1)
-    assert by[("Issued Badges.csv", "certifications")][5:] == (5, 5, 0)
+    assert by[("Issued Badges.csv", "certifications")][5:] == (5, 4, 1)
     assert by[("incidents.csv", "incidents")][5:] == (5, 4, 1)
 
 
@@ -178,12 +179,15 @@ def test_credly_and_pagerduty_values(settings):
     assert certs["ada.lovelace@example.com"][:3] == ("NCP-AII", "pass", date(2023, 5, 10))
     # a timestamp with an offset gives the calendar date as written
     assert certs["barbara.liskov@example.com"][2] == date(2024, 6, 3)
-    # the revoked badge is an award that ends on revocation; this export has no revocation
-    # date, so it ends on its issue date (never counted as held longer than known)
-    assert certs["grace.hopper@example.com"][1:] == ("pass", date(2023, 9, 1), date(2023, 9, 1))
-    assert query(settings, "SELECT count(*) FROM quarantine WHERE export = 'certifications'") == [
-        (0,)
-    ]
+    # the revoked badge ends on revocation; this export has no revocation date, so it ends on
+    # its issue date: never held, quarantined (line 5) by the rule the blocking check tests
+    assert "grace.hopper@example.com" not in certs
+    ((line, reason),) = query(
+        settings, "SELECT line_number, reason FROM quarantine WHERE export = 'certifications'"
+    )
+    assert line == 5
+    assert reason.startswith("issued_on_before_expires_on: issued_on ")
+    assert "is not before expires_on" in reason
     incidents = {
         r[0]: r[1:]
         for r in query(
@@ -389,7 +393,10 @@ def test_files_not_fully_loaded_names_each_with_its_reason(settings):
     results = ingest_all(settings)
     issues = {(i.file, i.export): i for i in files_not_fully_loaded(settings.raw_db, results)}
     assert "13/45/2021" in issues[("Employee Report.csv", "employees")].reason
-    assert ("Issued Badges.csv", "certifications") not in issues  # the revoked badge loads
+    # the revoked badge without a revocation date: its row, not the file
+    badges = issues[("Issued Badges.csv", "certifications")]
+    assert (badges.status, badges.loaded, badges.quarantined) == ("rows quarantined", 4, 1)
+    assert "issued_on_before_expires_on" in badges.reason and "(line 5)" in badges.reason
     assert "a folder" in issues[("fleet/gpu_fleet_2024-03.csv", None)].reason
     assert ("Users - Courses.csv", "enrolments") not in issues  # loaded in full
     # the same bytes again under another name: named as a duplicate

@@ -126,7 +126,11 @@ def test_duplicated_incident_in_one_file_is_found_but_older_periods_are_not(corr
         "incidents_2024-06_v2.csv line 5",
         "incidents_2024-06_v2.csv line 9",
     }
-    assert conflict.observed_value == ["INC-3", "INC-3"]
+    # unique within each delivery: the file is part of what is compared
+    assert (
+        conflict.observed_value
+        == [{"incident_number": "INC-3", "_file_name": "incidents_2024-06_v2.csv"}] * 2
+    )
     # six incidents, the copy, the conflicting INC-3, and INC-9 whose latest delivery is the
     # older file; the exact copy is left out of the key count
     assert suite.outcome("incident_number_not_null").element_count == 9

@@ -70,9 +70,9 @@ def test_responders_link_by_unique_name_and_ambiguous_names_stay_unlinked(marts)
     lms = marts.execute(
         "SELECT records, matched FROM marts.identity_match WHERE source = 'lms_certifications'"
     ).fetchone()
-    # Alan.Turing@Example.com links after normalising the case; Hopper's revoked badge is an
-    # award (ended on revocation) and links too
-    assert lms == (5, 5)
+    # Alan.Turing@Example.com links after normalising the case; Hopper's revoked badge has no
+    # revocation date, ends on its issue date and is quarantined (never held): four awards
+    assert lms == (4, 4)
 
 
 def test_attrition_reads_bamboohr_termination_types(marts):
@@ -95,7 +95,7 @@ def test_coverage_from_credly_badges(marts):
     )
     # January: Liskov, Lovelace, Hopper, Turing, Dijkstra, Johnson employed; Lovelace and
     # Turing hold active badges (Hopper's was revoked; this export gives no revocation date, so
-    # it ends on its issue date, 2023-09-01).
+    # it ends on its issue date, 2023-09-01: never held, the row is quarantined).
     # June: Hopper and Dijkstra gone; Liskov (June 3), Lovelace, Turing, Johnson (CKA) certified.
     assert rows == {date(2024, 1, 31): (6, 2), date(2024, 6, 30): (4, 4)}
 

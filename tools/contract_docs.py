@@ -78,16 +78,33 @@ division scope cannot be applied: every employee counts and teams, roles and lev
   stop counting but stay in the history (`superseded` in the manifest). A lower version
   arriving after a higher one is kept as superseded straight away.
 - **Two tools, one export.** Files of one export from two tools (a ServiceNow `incident.csv`
-  beside a PagerDuty `incidents.csv`; BambooHR beside Personio during an HRIS migration) are
-  two series: neither replaces the other, both count, and a row both describe (the same natural
-  key: incident number, employee id and hire date, ...) counts once, the one of the later
-  period. The run summary and `marts.source_deliveries` name the tools of every export.
+  beside a PagerDuty `incidents.csv`; BambooHR beside Personio during an HRIS migration; the
+  same people in BambooHR, Personio and Workday) are two series: neither replaces the other,
+  both count, and a record both describe (the same natural key: incident number, employee id
+  and hire date, ...) counts once. Of a later period, the later row counts. For the same period
+  the tools' rows are reconciled, never a failed run: rows alike are one row; when their
+  contract values differ, the row of the tool `sources.yml` ranks first counts, by
+  `precedence` (a list of tools for an export or a folder), else `system_of_record` (one tool),
+  else the row of the latest delivery (the file loaded last); the other row stays in the raw
+  layer. A column a tool's file leaves empty in every row is one that tool does not export: it
+  is not compared, and the kept row is taken whole. `marts.source_conflicts` counts, per export,
+  column, pair of tools and resolution, the records both tools describe and those whose values
+  differ (counts only, no person or value). The run summary and `marts.source_deliveries` name
+  the tools of every export.
 - **Changed records.** Across periods the row of the latest period wins per natural key (the
   key columns below): a spell delivered at hire and again at termination keeps the termination.
 - **Bad rows are quarantined, not dropped.** A row with a bad date or number, a value outside
   its list, a missing required value or the wrong number of fields goes to the quarantine with
   its physical line number (header = line 1) and a reason naming the column and the value; the
-  rest of the file loads. A file that cannot be read as a whole (empty, not decodable, header
+  rest of the file loads. So does a row that breaks one of the blocking row rules of
+  `docs/data-quality.md` (dates out of order: a termination before the hire, an award that
+  expires on or before its issue date, an incident resolved before it opened; a number out of
+  its range: a negative cost, downtime or GPU count, a skill level outside 1-5): the reason
+  starts with the rule's name (`issued_on_before_expires_on: issued_on "2023-09-01" is not
+  before expires_on "2023-09-01" (...)`). The load and `talent sources check` judge every row
+  by the same rules, and one bad row never stops a run; a file that loses more than 10 % of its
+  rows (and at least 5) to the quarantine, or one natural key with two contents inside one
+  file, still does. A file that cannot be read as a whole (empty, not decodable, header
   without a required column, header cut off) is recorded as `failed`, loads nothing, and the
   load reports it by name; other files still load. A NUL byte quarantines its row; dates
   before 1970 or more than a year after the load date (ten years for expiry dates) are
@@ -246,7 +263,15 @@ service_clusters:                        # incident service -> cluster (team) na
   GPU Cluster MUC-1: dgx-muc-1
 min_redelivery_share: 0.5                # re-deliveries keeping less than this are blocked
 notice_redelivery_share: 0.8             # ... less than this load and are named in the summary
+system_of_record:                        # per folder or export: whose row counts when two
+  hris: Workday                          #   tools deliver one record for the same period
+precedence:                              # per folder or export: a whole order, first wins
+  incidents: [ServiceNow, PagerDuty]     #   (overrides system_of_record there)
 ```
+
+Tools are named as their profile's `vendor` (any case; `talent-metrics` is our own format).
+Changing `system_of_record` or `precedence` rebuilds the staging models in full on the next
+run.
 """
 
 

@@ -1,11 +1,14 @@
-"""Render the dbt source declarations that describe tables dbt does not build.
+"""Render the dbt source declarations that describe tables dbt does not build, and the
+contracts' exports as a dbt macro.
 
 `dbt_project/models/staging/_sources.yml`: the raw tables dbt reads are the contracts' tables
 (`pipelines/lib/contracts.py`) plus the lineage columns ingestion adds, the manifest and the
 quarantine. `dbt_project/models/python/_python_marts.yml`: the marts the statistics, deliveries
 and ROI assets write, with the table and column descriptions those assets also attach as DuckDB
 comments (`pipelines.lib.db.describe`), so the dbt docs site shows them and nothing is written
-twice. `tests/test_dbt_project.py` checks both files stay in step.
+twice. `dbt_project/macros/contract_exports.sql`: each export's natural key and other contract
+columns, for models that loop over every export (`marts/source_conflicts`).
+`tests/test_dbt_project.py` checks the files stay in step.
 
     .venv/bin/python -m tools.dbt_sources          # rewrite the files
     .venv/bin/python -m tools.dbt_sources --check  # exit 1 when one is stale
@@ -13,6 +16,7 @@ twice. `tests/test_dbt_project.py` checks both files stay in step.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from pipelines.lib.contracts import EXPORTS, Column, Export
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 
 SOURCES_PATH = DBT_PROJECT_DIR / "models" / "staging" / "_sources.yml"
+CONTRACT_MACRO_PATH = DBT_PROJECT_DIR / "macros" / "contract_exports.sql"
 PYTHON_MARTS_PATH = DBT_PROJECT_DIR / "models" / "python" / "_python_marts.yml"
 HEADER = (
     "# Generated from pipelines/lib/contracts.py by `python -m tools.dbt_sources`; do not edit.\n"
@@ -148,9 +153,35 @@ def render_python_marts() -> str:
     return PYTHON_HEADER + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
 
 
+def render_contract_macro() -> str:
+    """`contract_exports()`: [{name, key, columns}] per export, columns = the contract columns
+    outside the natural key."""
+    exports = [
+        {
+            "name": e.name,
+            "key": list(e.key),
+            "columns": [c for c in e.column_names if c not in e.key],
+        }
+        for e in EXPORTS.values()
+    ]
+    body = ",\n".join(f"        {json.dumps(e)}" for e in exports)
+    return (
+        "{#- Generated from pipelines/lib/contracts.py by `python -m tools.dbt_sources`; do not\n"
+        "    edit. Each export's natural key and its other contract columns. -#}\n"
+        "{% macro contract_exports() -%}\n"
+        f"    {{{{ return([\n{body}\n    ]) }}}}\n"
+        "{%- endmacro %}\n"
+    )
+
+
 def main(argv: list[str]) -> int:
     stale = 0
-    for path, text in ((SOURCES_PATH, render()), (PYTHON_MARTS_PATH, render_python_marts())):
+    files = (
+        (SOURCES_PATH, render()),
+        (PYTHON_MARTS_PATH, render_python_marts()),
+        (CONTRACT_MACRO_PATH, render_contract_macro()),
+    )
+    for path, text in files:
         if "--check" in argv:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 print(f"{path.name} is stale: run `.venv/bin/python -m tools.dbt_sources`")

@@ -1,5 +1,7 @@
-{#- Current rows of an export: rows of active files only; per natural key the row with the
-    latest (_period, _version, _line) wins ("changed records" deliveries, re-deliveries).
+{#- Current rows of an export: rows of active files only; per natural key the row of the latest
+    period wins ("changed records" deliveries, re-deliveries). When two tools deliver the key for
+    that period, the row of the tool the precedence names first wins, else the latest delivery
+    (`current_row_order`, macros/precedence.sql); a key two tools describe alike counts once.
     The rows carry one more column, _recency (1 for every current row).
 
     In an incremental build of the model that calls it (`incremental_staging`), only the keys a
@@ -11,7 +13,7 @@
             r.*,
             row_number() over (
                 partition by {% for k in key_columns %}r.{{ k }}{{ ', ' if not loop.last }}{% endfor %}
-                order by r._period desc, r._version desc, r._line desc
+                order by {{ current_row_order(export) }}
             ) as _recency
         from {{ source('raw', export) }} as r
         inner join {{ source('raw', 'manifest') }} as m

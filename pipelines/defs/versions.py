@@ -58,11 +58,12 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
     "warehouse_dbt": (
         "min_group_size",
         "scope_division",
+        "source_precedence",
         "pseudonym_key",
         "build_target",
         "build_dsn",
     ),
-    "warehouse__dbt_docs": ("min_group_size", "scope_division"),
+    "warehouse__dbt_docs": ("min_group_size", "scope_division", "source_precedence"),
     "certification_statistics": ("min_group_size",),
     "programme_career_statistics": ("min_group_size",),
     "marts__programme_costs": ("min_group_size", "assumptions"),

@@ -43,7 +43,9 @@ COLUMNS = {
     "delivered in the project's own export contract)",
     "source_systems": "the tools whose files count (comma-separated, each with its number of "
     "active files), e.g. 'PagerDuty (1), ServiceNow (1)'; two tools of one export each keep "
-    "their own deliveries, both count, and a row both describe (same natural key) counts once",
+    "their own deliveries, both count, and a record both describe (same natural key) counts "
+    "once (for the same period: the tool sources.yml ranks first, else the latest delivery; "
+    "marts.source_conflicts counts their differences)",
     "if_missing": "for an export not delivered: what the warehouse and the report cannot show; "
     "NULL when delivered",
 }

@@ -12,6 +12,7 @@ assumptions) is in `pipelines.lib.project_files`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -186,8 +187,23 @@ class Settings:
             d.mkdir(parents=True, exist_ok=True)
 
     def dbt_vars(self) -> dict[str, object]:
-        """The dbt project's `--vars`: the privacy and scope knobs its SQL uses."""
-        return {"min_group_size": int(self.min_group_size), "scope_division": self.scope_division}
+        """The dbt project's `--vars`: the privacy and scope knobs its SQL uses, and which
+        tool's row wins a key two tools deliver for one period (`source_precedence`)."""
+        return {
+            "min_group_size": int(self.min_group_size),
+            "scope_division": self.scope_division,
+            "source_precedence": json.loads(self.source_precedence),
+        }
+
+    @property
+    def source_precedence(self) -> str:
+        """The precedence of tools per export that `sources.yml` sets, as JSON (empty: the
+        latest delivery wins; `pipelines/lib/ingest/precedence.py`)."""
+        from pipelines.lib.ingest.precedence import precedence_var
+        from pipelines.lib.ingest.profiles import load_sources_config
+
+        config = load_sources_config(self.sources_dir)
+        return json.dumps(precedence_var(config.precedence), sort_keys=True)
 
     def dbt_env(self, in_warehouse: bool = False) -> dict[str, str]:
         """What the dbt profile (`profiles.yml`) and its plugin read from the environment.

@@ -322,7 +322,8 @@ def shrunk_redeliveries(
 
 def sources_per_export(raw_db: Path) -> dict[str, list[tuple[str, list[str]]]]:
     """Exports whose current rows come from two or more tools: export -> [(tool, its active
-    files)]. Both count; staging counts a row the two describe alike once (natural key)."""
+    files)]. Both count; staging counts a record both describe once (natural key; for the same
+    period by the precedence of `pipelines/lib/ingest/precedence.py`)."""
     if not Path(raw_db).is_file():
         return {}
     with db.connect(raw_db, read_only=True) as con:
@@ -377,8 +378,9 @@ def format_report(report: SourcesReport) -> str:
     shared = {e: sorted(t) for e, t in tools.items() if len(t) > 1}
     if shared:
         out.append(
-            "Delivered by two or more tools (each keeps its own deliveries; both count, a row "
-            "with the same natural key once):"
+            "Delivered by two or more tools (each keeps its own deliveries; both count, a "
+            "record both describe once: for the same period the row of the tool sources.yml "
+            "ranks first (precedence, system_of_record), else of the latest delivery):"
         )
         out += [f"    {e}: {', '.join(t)}" for e, t in shared.items()]
         out.append("")

@@ -9,7 +9,8 @@ copy of every delivery; `rebuild_raw_from_archive` replays it.
 A delivery series is (export, source system, period): the source system is the tool that
 wrote the file (its profile's vendor, or our own format), so a correction of PagerDuty's file
 replaces PagerDuty's delivery and never ServiceNow's, and both tools' files count side by side
-(staging counts a row that describes the same incident once, by its natural key). One vendor
+(staging counts a record both describe once, by its natural key; for the same period by the
+precedence of `precedence.py`). One vendor
 file that feeds several exports (incidents and responders, employees and job history) is one
 delivery: it gets one period, and a re-delivery replaces it, or is blocked, in every export
 at once.

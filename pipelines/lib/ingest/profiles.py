@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from pipelines.lib.contracts import EXPORTS, Export
+from pipelines.lib.ingest.precedence import Precedence, PrecedenceError, parse_precedence
 
 # libyaml's safe loader when PyYAML was built with it: the same documents, ten times faster
 # (every export's ingestion reads the shipped profiles again: 0.45 CPU s a run in pure Python).
@@ -429,6 +430,8 @@ class SourcesConfig:
     # a re-delivery keeping fewer than this share (but at least the blocking one) loads and is
     # named in the run summary with both files and the share
     notice_redelivery_share: float = 0.8
+    # export -> which tool's row wins a key two tools deliver for one period (precedence.py)
+    precedence: dict[str, Precedence] = field(default_factory=dict)
 
     def for_file(self, folder: str, name: str) -> FileSetting | None:
         for s in self.files:
@@ -473,12 +476,17 @@ def load_sources_config(sources_dir: Path | None) -> SourcesConfig:
             raise ProfileError(f"sources.yml: {key} is a share between 0 and 1") from e
         if not 0 <= shares[key] <= 1:
             raise ProfileError(f"sources.yml: {key} is a share between 0 and 1")
+    try:
+        precedence = parse_precedence(data)
+    except PrecedenceError as e:
+        raise ProfileError(str(e)) from e
     return SourcesConfig(
         tuple(files),
         clusters,
         shares["min_redelivery_share"],
         "sources.yml",
         max(shares["notice_redelivery_share"], shares["min_redelivery_share"]),
+        precedence,
     )
 
 

@@ -1,7 +1,9 @@
 """Read one export file into typed rows and rejected rows, following its contract.
 
-Bad input is normal input: a row that cannot be typed is rejected with a reason naming the
-column and the value, and the rest of the file still loads. Only a file that cannot be read as
+Bad input is normal input: a row that cannot be typed, or that breaks a row rule which
+quarantines (`pipelines/lib/row_rules.py`: a required value, a value list, dates in order, a
+plausible range), is rejected with a reason naming the column and the value, and the rest of
+the file still loads. Only a file that cannot be read as
 a whole (empty, undecodable, header missing required columns) raises `FileError`.
 
 Splitting into records: the common file (UTF-8, no quote character, every line a record of
@@ -34,6 +36,7 @@ import pyarrow.csv as pacsv
 
 from pipelines.lib import db
 from pipelines.lib.contracts import EXPORTS, Column, Export
+from pipelines.lib.row_rules import RowRule, load_rules
 
 TRUE_WORDS = ("true", "yes", "ja", "1")
 FALSE_WORDS = ("false", "no", "nein", "0")
@@ -301,24 +304,18 @@ def typed_name(col: Column) -> str:
     return _q(col.name + "$typed")
 
 
-def reason_sql(col: Column, locale: str) -> str:
+def reason_sql(col: Column, locale: str, rules: Sequence[RowRule] = ()) -> str:
     """SQL for the rejection reason of one column, NULL when the value is fine.
 
     Refers to the trimmed text as `"<name>"` and to the typed value as `"<name>$typed"`, so
-    each value is typed once.
+    each value is typed once. A value that cannot be typed is named first; then the column's
+    own row rules among `rules` (`pipelines/lib/row_rules.py`: a required value, a value
+    list), then a date outside the plausible window.
     """
     v = _q(col.name)
     shown = f"'\"' || left({v}, 60) || '\"'"
     cases = []
-    if col.required:
-        cases.append(f"WHEN {v} IS NULL THEN {_lit(f'{col.name}: missing required value')}")
-    if col.values:
-        allowed = ", ".join(_lit(x) for x in col.values)
-        cases.append(
-            f"WHEN {v} IS NOT NULL AND lower({v}) NOT IN ({allowed}) THEN "
-            f"{_lit(col.name + ': ')} || {shown} || {_lit(' is not one of ' + ', '.join(col.values))}"
-        )
-    elif col.type != "string":
+    if col.type != "string" and not col.values:
         what = {
             "boolean": "not a yes/no value (expected " + "/".join(TRUE_WORDS + FALSE_WORDS) + ")",
         }.get(col.type, f"not a valid {col.type} (expected {_FORMATS.get((col.type, locale))})")
@@ -326,6 +323,10 @@ def reason_sql(col: Column, locale: str) -> str:
             f"WHEN {v} IS NOT NULL AND {typed_name(col)} IS NULL THEN "
             f"{_lit(col.name + ': ')} || {shown} || {_lit(' is ' + what)}"
         )
+    for rule in rules:
+        if rule.kind not in _OWN_KINDS or rule.columns != (col.name,):
+            continue
+        cases.append(f"WHEN {rule.broken_sql(_typed_ref)} THEN {rule.reason_sql(_q)}")
     if col.type in ("date", "timestamp", "month"):
         first, last = plausible_window(col)
         t = typed_name(col)
@@ -337,6 +338,28 @@ def reason_sql(col: Column, locale: str) -> str:
     if not cases:
         return "NULL"
     return "CASE " + " ".join(cases) + " END"
+
+
+def _typed_ref(column: str) -> str:
+    return _q(column + "$typed")
+
+
+# the row rules `reason_sql` words per column; `rule_reasons_sql` words the others
+_OWN_KINDS = ("not_null", "in_set")
+
+
+def rule_reasons_sql(rules: Sequence[RowRule]) -> list[str]:
+    """SQL of the reasons of the row rules over several columns or bounds (date order,
+    ranges), each NULL when the row meets it; a value left empty meets them."""
+    out = []
+    for rule in rules:
+        if rule.kind in _OWN_KINDS:
+            continue
+        filled = " AND ".join(f"{_typed_ref(c)} IS NOT NULL" for c in rule.columns)
+        out.append(
+            f"CASE WHEN {filled} AND {rule.broken_sql(_typed_ref)} THEN {rule.reason_sql(_q)} END"
+        )
+    return out
 
 
 def plausible_window(col: Column, today: date | None = None) -> tuple[date, date]:
@@ -887,7 +910,9 @@ def _type_rows(
     ]
     typed = [f"{typed_sql(c, locale)} AS {typed_name(c)}" for c in export.columns]
     final = [f"{typed_name(c)} AS {_q(c.name)}" for c in export.columns]
-    reason_parts = [reason_sql(c, locale) for c in export.columns]
+    rules = load_rules(export.name)
+    reason_parts = [reason_sql(c, locale, rules) for c in export.columns]
+    reason_parts += rule_reasons_sql(rules)
     if export.require_one_of:
         unset = " AND ".join(f"{_q(c)} IS NULL" for c in export.require_one_of)
         named = " or ".join(export.require_one_of)

@@ -186,7 +186,8 @@ def partition_columns(suite: str) -> list[str]:
 
     Every row rule judges one row, except the uniqueness rules; rows that agree on the columns
     of every uniqueness rule must meet in one part, so the parts are split by the columns the
-    uniqueness rules share (none: any split will do)."""
+    uniqueness rules share (none: any split will do). The key alone is enough for a key unique
+    within each file: rows that agree on key and file agree on the key."""
     sets = []
     for r in rules_for(suite):
         if r.batch != "rows":
@@ -198,7 +199,7 @@ def partition_columns(suite: str) -> list[str]:
     if not sets:
         return list(LOCATION_COLUMNS)
     shared = set.intersection(*sets)
-    return sorted(shared)
+    return sorted(shared - set(LOCATION_COLUMNS) or shared)
 
 
 class _Parts:
