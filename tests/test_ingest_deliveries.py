@@ -170,8 +170,8 @@ def test_links_folders_and_temporary_copies_are_named(settings):
 
 def test_truncated_last_row_and_wrong_delimiter_are_named(settings):
     write(settings, "fleet/gpu_fleet_2024-03.csv", fleet(3) + "c9,2024-03-31,Mun")
-    # pipes are no delimiter any HR or fleet tool writes by default (tabs are, and load)
-    write(settings, "fleet/gpu_fleet_2024-04.csv", fleet(2, "2024-04-30").replace(",", "|"))
+    # a colon is no delimiter any tool writes (tabs and Slurm's pipes are, and load)
+    write(settings, "fleet/gpu_fleet_2024-04.csv", fleet(2, "2024-04-30").replace(",", ":"))
     results = ingest_all(settings)
     issues = {i.file: i for i in files_not_fully_loaded(settings.raw_db, results)}
     assert "truncated" in issues["gpu_fleet_2024-03.csv"].reason

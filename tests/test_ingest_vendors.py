@@ -413,7 +413,14 @@ def test_missing_exports_are_named_with_what_they_cost(settings):
     drop_company(settings)
     ingest_all(settings)
     missing = missing_exports(settings.raw_db)
-    assert set(missing) == {"contractor_hours", "courses", "gpu_fleet"}
+    assert set(missing) == {
+        "contractor_hours",
+        "courses",
+        "gpu_fleet",
+        "gpu_usage",
+        "capacity_changes",
+        "changes",
+    }
     assert missing["gpu_fleet"] == "no fleet export: team templates by fleet size not shown"
 
 

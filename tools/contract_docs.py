@@ -32,7 +32,7 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`. Every file in it is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
+`fleet/`, `changes/`. Every file in it is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
 Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
 - **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
@@ -131,7 +131,7 @@ division scope cannot be applied: every employee counts and teams, roles and lev
   contract does not know are kept as a JSON object (`_extra`) and not used. Optional columns
   may be left out entirely.
 - **Encoding**: UTF-8, with or without byte-order mark; Windows-1252 where the export lists it.
-- **Delimiter**: `,`, `;` or tab, detected from the header. Line ends `LF` or `CRLF`. Values
+- **Delimiter**: `,`, `;`, `|` or tab, detected from the header. Line ends `LF` or `CRLF`. Values
   containing the delimiter, quotes or line breaks are quoted with `"` (quotes doubled inside).
 - **Locale**, detected per file where the export allows it:
   - `en`: decimal point (`1234.5`, grouping `1,234.5` accepted), dates `YYYY-MM-DD`,
@@ -236,8 +236,11 @@ accepts either), `formats` (`date:` / `timestamp:` strptime formats for every su
 SuccessFactors writes on line 2) and `outputs` (per export, `columns:` one rule per column of
 ours). Rule keys: `column` / `columns` (first
 non-empty wins), `value` (constant, used when the columns are absent or empty), `template`
-(`"{Course Code}:{Username}"`), `file_name` (regex with a `value` group), `map` and `default`,
-`format` (strptime formats, or `epoch`), `split` (one row per list item), `from_service`,
+(`"{Course Code}:{Username}"`), `file_name` (regex with a `value` group), `extract` (regex
+with a `value` group applied to the value read: `gres/gpu=(?P<value>\\d+)`; no match = not
+set), `map` and `default`, `format` (strptime formats, `epoch` or `epoch_ms` for dates and
+timestamps; `duration` reads `[days-]hours:minutes:seconds` into hours), `split` (one row per
+list item), `from_service`,
 `full_name` with `part: first|last` (and `name_order: first last|last first`; "Last, First"
 is split at the comma) for a report with one name column, and `when` (checked first: a list of
 `{column: ..., in: [values]}` or `{column: ..., set: true|false}` with the rule to use `then`).
@@ -294,6 +297,8 @@ def _rule_text(rule: Rule, formats: tuple[str, ...] = ()) -> str:
     if rule.value is not None:
         parts.append(f"constant `{rule.value}`")
     text = ", else ".join(parts)
+    if rule.extract:
+        text += f"; the part `{rule.extract}` matches"
     if rule.map:
         shown = ", ".join(f"{k} -> {v or '(no value)'}" for k, v in rule.map.items())
         text += f"; map {shown}" + (f"; else {rule.map_default}" if rule.map_default else "")
@@ -343,7 +348,7 @@ def render_readme() -> str:
         parts += [export_section(e) for e in exports]
     parts.append(VENDOR_INTRO)
     vendor = [p for p in load_profiles().values() if not p.name.startswith("contract-")]
-    order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3}
+    order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3, "changes": 4}
     for profile in sorted(vendor, key=lambda p: (order.get(p.folder, 9), p.name)):
         parts.append(profile_section(profile))
     return "\n".join(parts).rstrip() + "\n"

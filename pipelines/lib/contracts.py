@@ -45,7 +45,7 @@ class Column:
 @dataclass(frozen=True)
 class Export:
     name: str  # also the raw table name: raw.<name>
-    folder: str  # hris, lms, incidents, fleet
+    folder: str  # hris, lms, incidents, fleet, changes
     description: str
     columns: tuple[Column, ...]
     key: tuple[str, ...]
@@ -89,6 +89,29 @@ ENROLMENT_STATUSES = (
 EXAM_RESULTS = ("pass", "fail")
 SEVERITIES = ("sev1", "sev2", "sev3", "sev4")
 RESPONDER_ROLES = ("primary", "secondary", "commander", "observer")
+# gpu_usage: what one row is (a scheduler job, telemetry averages, or GPU-hours per period)
+USAGE_RECORDS = ("job", "telemetry", "summary")
+USAGE_GRANULARITIES = ("day", "month")
+# Slurm job states (sacct `State`; "CANCELLED by 123" is read as cancelled)
+JOB_STATES = (
+    "completed",
+    "failed",
+    "node_fail",
+    "timeout",
+    "cancelled",
+    "out_of_memory",
+    "boot_fail",
+    "deadline",
+    "preempted",
+    "running",
+    "pending",
+    "requeued",
+    "resizing",
+    "suspended",
+)
+CAPACITY_CHANGE_TYPES = ("expansion", "new_cluster")
+CHANGE_TYPES = ("standard", "normal", "emergency")
+CLOSE_CODES = ("successful", "successful_with_issues", "unsuccessful", "backed_out", "cancelled")
 
 EXPORTS: dict[str, Export] = {
     e.name: e
@@ -397,6 +420,180 @@ EXPORTS: dict[str, Export] = {
                 C("site", "string"),
                 C("gpu_model", "string", required=False),
                 C("gpu_count", "integer"),
+            ),
+        ),
+        Export(
+            name="gpu_usage",
+            folder="fleet",
+            description=(
+                "GPU-hours per cluster: a row is one scheduler job (Slurm job accounting; the "
+                "warehouse aggregates jobs to cluster-days), the GPU telemetry's averages for a "
+                "cluster and day or month (Prometheus/DCGM), or GPU-hours available, allocated, "
+                "busy and lost for a cluster and day or month. One file per period."
+            ),
+            key=("record_type", "cluster", "usage_date", "job_id"),
+            period_columns=("usage_date",),
+            columns=(
+                C(
+                    "record_type",
+                    "string",
+                    values=USAGE_RECORDS,
+                    description="job (one scheduler job), telemetry (utilisation averages) or summary (GPU-hours)",
+                ),
+                C("cluster", "string", description="the cluster (team) name, as in gpu_fleet"),
+                C(
+                    "usage_date",
+                    "date",
+                    description="the day, the first day of the month (granularity month), or the day a job started",
+                ),
+                C(
+                    "granularity",
+                    "string",
+                    required=False,
+                    values=USAGE_GRANULARITIES,
+                    description="day or month; empty = day (jobs carry their own start and end)",
+                ),
+                C(
+                    "job_id",
+                    "string",
+                    required=False,
+                    description="scheduler job id; set on job rows only (steps such as 123.batch are not counted)",
+                ),
+                C("job_state", "string", required=False, values=JOB_STATES),
+                C("job_started_at", "timestamp", required=False),
+                C("job_ended_at", "timestamp", required=False, description="empty while running"),
+                C(
+                    "job_hours",
+                    "decimal",
+                    required=False,
+                    description="wall-clock hours the job ran (Slurm Elapsed)",
+                ),
+                C(
+                    "gpus",
+                    "integer",
+                    required=False,
+                    description="GPUs allocated to the job, or the cluster's GPUs the telemetry averaged over",
+                ),
+                C("gpu_hours_available", "decimal", required=False),
+                C(
+                    "gpu_hours_allocated",
+                    "decimal",
+                    required=False,
+                    description="allocated to jobs",
+                ),
+                C(
+                    "gpu_hours_busy",
+                    "decimal",
+                    required=False,
+                    description="GPU-hours a kernel was running",
+                ),
+                C(
+                    "gpu_hours_lost",
+                    "decimal",
+                    required=False,
+                    description="GPU-hours lost to nodes down, failed jobs and XID errors",
+                ),
+                C(
+                    "gpu_utilisation",
+                    "decimal",
+                    required=False,
+                    description="mean GPU utilisation in percent, 0-100 (DCGM_FI_DEV_GPU_UTIL)",
+                ),
+                C(
+                    "sm_active",
+                    "decimal",
+                    required=False,
+                    description="mean share of time the SMs were active, 0-1 (DCGM_FI_PROF_SM_ACTIVE)",
+                ),
+                C("xid_errors", "integer", required=False, description="XID errors counted"),
+            ),
+        ),
+        Export(
+            name="capacity_changes",
+            folder="changes",
+            description=(
+                "Capacity expansions and new clusters, one row per project (a Jira epic, a "
+                "ServiceNow change request): GPUs added, when the hardware was delivered and "
+                "when it was accepted into production, and who led it."
+            ),
+            key=("project_id",),
+            period_columns=("delivered_on", "accepted_on"),
+            require_one_of=("led_by", "led_by_name"),
+            columns=(
+                C("project_id", "string", description="epic key or change number"),
+                C("cluster", "string", description="the cluster expanded or built"),
+                C(
+                    "change_type",
+                    "string",
+                    required=False,
+                    values=CAPACITY_CHANGE_TYPES,
+                    description="expansion or new_cluster; empty = expansion",
+                ),
+                C("gpus_added", "integer"),
+                C("delivered_on", "date", required=False, description="hardware delivered on site"),
+                C(
+                    "accepted_on",
+                    "date",
+                    required=False,
+                    description="accepted into production; empty while commissioning",
+                ),
+                C(
+                    "led_by",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="work e-mails or HRIS employee ids of those who led it, separated by , or ;",
+                ),
+                C(
+                    "led_by_name",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="full names as the tool shows them (linked by unique full name), when it exports no e-mail",
+                ),
+            ),
+        ),
+        Export(
+            name="changes",
+            folder="changes",
+            description=(
+                "Change requests on the clusters (ServiceNow change_request, Jira Service "
+                "Management changes), changed records: who implemented it, planned and actual "
+                "window, how it closed and the incidents it caused where the tool links them."
+            ),
+            key=("change_number",),
+            period_columns=("requested_at", "actual_end", "planned_start"),
+            require_one_of=("implementer_email", "implementer_name"),
+            columns=(
+                C("change_number", "string"),
+                C("cluster", "string", description="the configuration item (cluster) changed"),
+                C("change_type", "string", values=CHANGE_TYPES),
+                C("implementer_email", "string", required=False, personal=True),
+                C(
+                    "implementer_name",
+                    "string",
+                    required=False,
+                    personal=True,
+                    description="full name as the tool shows it, when it exports no e-mail",
+                ),
+                C("requested_at", "timestamp", required=False, description="change opened"),
+                C("planned_start", "timestamp", required=False),
+                C("planned_end", "timestamp", required=False),
+                C("actual_start", "timestamp", required=False),
+                C("actual_end", "timestamp", required=False, description="implemented"),
+                C(
+                    "close_code",
+                    "string",
+                    required=False,
+                    values=CLOSE_CODES,
+                    description="empty while open",
+                ),
+                C(
+                    "caused_incidents",
+                    "string",
+                    required=False,
+                    description="incident numbers the tool links as caused by the change, separated by , or ;",
+                ),
             ),
         ),
     )

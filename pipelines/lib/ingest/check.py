@@ -37,6 +37,9 @@ MISSING_CONSEQUENCE: dict[str, str] = {
     "incidents": "no incident export: incident rates and downtime are not shown",
     "responders": "no responders export: incidents are not linked to people",
     "gpu_fleet": "no fleet export: team templates by fleet size not shown",
+    "gpu_usage": "no GPU usage export (Slurm job accounting, DCGM telemetry): utilisation and the efficiency return stay assumed",
+    "capacity_changes": "no capacity change export (Jira epics, ServiceNow): commissioning time and the faster-deployment return stay assumed",
+    "changes": "no change request export (ServiceNow change_request, Jira Service Management): change failure rate not shown",
 }
 
 

@@ -68,6 +68,9 @@ class Rule:
     value: str | None = None  # a constant
     template: str | None = None  # "{Header A}-{Header B}"
     file_name: str | None = None  # regex with a group `value` applied to the file name
+    # regex with a group `value` applied to the value read (`gres/gpu=(?P<value>\d+)` in
+    # Slurm's AllocTRES); a value it does not match is not set
+    extract: str | None = None
     map: dict[str, str] | None = None  # normalised vendor value -> contract value
     map_default: str | None = None  # value for anything the map does not list; None = keep
     formats: tuple[str, ...] = ()  # strptime formats (or "epoch") for dates and timestamps
@@ -204,6 +207,7 @@ _RULE_KEYS = {
     "value",
     "template",
     "file_name",
+    "extract",
     "map",
     "default",
     "format",
@@ -243,6 +247,19 @@ def _condition(spec: object, where: str) -> tuple[Condition, Rule]:
     return Condition(columns, values, is_set), _rule(spec["then"], f"{where}.then")
 
 
+def _extract_pattern(pattern: object, where: str) -> str | None:
+    """An `extract` regex, checked when the profile is read: it must compile and name `value`."""
+    if pattern is None:
+        return None
+    try:
+        compiled = re.compile(str(pattern))
+    except re.error as e:
+        raise ProfileError(f"{where}: `extract` is not a regular expression ({e})") from e
+    if "value" not in compiled.groupindex:
+        raise ProfileError(f"{where}: `extract` needs a group named value: (?P<value>...)")
+    return str(pattern)
+
+
 def _rule(spec: object, where: str) -> Rule:
     if isinstance(spec, str):
         return Rule(columns=(spec,))
@@ -261,6 +278,7 @@ def _rule(spec: object, where: str) -> Rule:
         value=None if spec.get("value") is None else str(spec["value"]),
         template=spec.get("template"),
         file_name=spec.get("file_name"),
+        extract=_extract_pattern(spec.get("extract"), where),
         map={norm(k): str(v) for k, v in raw_map.items()} if raw_map else None,
         map_default=None if spec.get("default") is None else str(spec["default"]),
         formats=_as_tuple(spec.get("format")) + _as_tuple(spec.get("formats")),

@@ -108,9 +108,10 @@ def _undecodable(file_name: str, data: bytes, e: UnicodeDecodeError, tried: str)
 
 def detect_delimiter(header_line: str) -> str:
     """The separator the header uses most outside quotes: tab (tab-separated exports, e.g.
-    Workday's or an HRIS's "text" download), `;` (German-locale Excel) or `,` (the default)."""
+    Workday's or an HRIS's "text" download), `;` (German-locale Excel), `|` (Slurm's `sacct
+    --parsable2`) or `,` (the default)."""
     outside = re.sub(r'"[^"]*"', "", header_line)
-    counts = {",": outside.count(","), ";": outside.count(";"), "\t": outside.count("\t")}
+    counts = {d: outside.count(d) for d in (",", ";", "\t", "|")}
     best = max(counts, key=lambda d: (counts[d], d == ","))
     return best if counts[best] else ","
 

@@ -186,14 +186,36 @@ def _apply(
         value = config.service_clusters.get(norm(value or ""), value)
     if value is None:
         return None
+    if rule.extract is not None:
+        found = re.search(rule.extract, value)
+        value = found.group("value") if found else ""
     if rule.map is not None:
         mapped = rule.map.get(norm(value))
         value = mapped if mapped is not None else (rule.map_default or value)
+    if not value:
+        return value  # mapped to "not set" (Slurm's Unknown start of a pending job)
     if ctype in ("date", "timestamp"):
         value = _reformat(value, rule, ctype, source)
+    elif "duration" in rule.formats:
+        value = duration_hours(value, source)
     if rule.plus_seconds:
         value = _plus_seconds(value, rule.plus_seconds, record, index)
     return value
+
+
+# [days-]hours:minutes:seconds[.fraction], minutes:seconds: how Slurm writes Elapsed
+_DURATION = re.compile(r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)$")
+
+
+def duration_hours(value: str, source: str) -> str:
+    """A `[D-]HH:MM:SS` duration (Slurm's Elapsed) as decimal hours."""
+    m = _DURATION.match(value.strip())
+    if not m:
+        raise _Unreadable(
+            f"{source}: {value[:60]!r} is not a duration ([days-]hours:minutes:seconds)"
+        )
+    seconds = int(m["d"] or 0) * 86400 + int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + float(m["s"])
+    return f"{seconds / 3600:.6f}"
 
 
 def _plus_seconds(value: str, column: str, record: list[str], index: dict[str, int]) -> str | None:
@@ -294,11 +316,12 @@ def _reformat(value: str, rule: Rule, ctype: str, source: str) -> str:
     if not rule.formats:
         return value  # the contract typing names what is wrong with it
     for fmt in rule.formats:
-        if fmt == "epoch":
+        if fmt in ("epoch", "epoch_ms"):  # seconds, or milliseconds (Grafana's Time column)
             if re.fullmatch(r"\d+(\.\d+)?", value):
                 if float(value) == 0:
                     return ""  # Moodle and others write 0 for "not set"
-                parsed = datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None)
+                seconds = float(value) / (1000 if fmt == "epoch_ms" else 1)
+                parsed = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
                 return _iso(parsed, ctype)
             continue
         try:
