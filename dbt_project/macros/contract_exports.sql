@@ -10,6 +10,9 @@
         {"name": "certifications", "key": ["attempt_id"], "columns": ["learner_email", "certification_code", "exam_date", "result", "score", "issued_on", "expires_on", "exam_fee_usd"]},
         {"name": "incidents", "key": ["incident_number"], "columns": ["title", "service", "cluster", "severity", "opened_at", "acknowledged_at", "resolved_at", "gpus_affected", "downtime_minutes"]},
         {"name": "responders", "key": ["incident_number", "responder_email", "responder_name"], "columns": ["role", "assigned_at"]},
-        {"name": "gpu_fleet", "key": ["cluster", "as_of_date"], "columns": ["site", "gpu_model", "gpu_count"]}
+        {"name": "gpu_fleet", "key": ["cluster", "as_of_date"], "columns": ["site", "gpu_model", "gpu_count"]},
+        {"name": "gpu_usage", "key": ["record_type", "cluster", "usage_date", "job_id"], "columns": ["granularity", "job_state", "job_started_at", "job_ended_at", "job_hours", "gpus", "gpu_hours_available", "gpu_hours_allocated", "gpu_hours_busy", "gpu_hours_lost", "gpu_utilisation", "sm_active", "xid_errors"]},
+        {"name": "capacity_changes", "key": ["project_id"], "columns": ["cluster", "change_type", "gpus_added", "delivered_on", "accepted_on", "led_by", "led_by_name"]},
+        {"name": "changes", "key": ["change_number"], "columns": ["cluster", "change_type", "implementer_email", "implementer_name", "requested_at", "planned_start", "planned_end", "actual_start", "actual_end", "close_code", "caused_incidents"]}
     ]) }}
 {%- endmacro %}
