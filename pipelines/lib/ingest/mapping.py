@@ -32,15 +32,25 @@ from pipelines.lib.ingest.reader import RawTable
 README_SECTION = 'sources/README.md, "Your own profiles and sources.yml"'
 TODO = "TODO"
 
+EMPLOYEE_ID_SPELLINGS = (
+    "Employee ID",
+    "Associate ID",
+    "Worker ID",
+    "Person ID",
+    "EMPID",
+    "Personnel Number",
+    "Staff Number",
+    "Staff ID",
+)
 # common header spellings of contract columns that neither the contract's aliases nor a
 # shipped profile give: export -> column -> spellings
 COMMON_SPELLINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "employees": {
-        "employee_id": ("Employee ID", "Associate ID", "Worker ID", "Person ID", "EMPID"),
+        "employee_id": EMPLOYEE_ID_SPELLINGS,
         "first_name": ("Given Name", "Legal First Name", "FIRSTNAME"),
         "last_name": ("Surname", "Family Name", "Legal Last Name", "LASTNAME"),
         "work_email": ("Email", "Email Address", "Business Email", "Work Contact: Work Email"),
-        "hire_date": ("Start Date", "Date of Hire", "HIREDATE", "Joining Date"),
+        "hire_date": ("Start Date", "Date of Hire", "HIREDATE", "Joining Date", "Date Joined"),
         "original_hire_date": ("Seniority Date",),
         "termination_date": (
             "End Date",
@@ -52,7 +62,7 @@ COMMON_SPELLINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "termination_reason": ("Reason for Leaving", "Exit Reason", "Leaving Reason"),
     },
     "job_history": {
-        "employee_id": ("Employee ID", "Associate ID", "Worker ID", "Person ID", "EMPID"),
+        "employee_id": EMPLOYEE_ID_SPELLINGS,
         "effective_date": ("Effective Date", "Job Effective Date"),
         "division": ("Business Unit", "Business Unit Description"),
         "team": ("Home Department", "Home Department Description"),
