@@ -39,7 +39,7 @@ MISSING_CONSEQUENCE: dict[str, str] = {
     "gpu_fleet": "no fleet export: team templates by fleet size not shown",
     "gpu_usage": "no GPU usage export (Slurm job accounting, DCGM telemetry): utilisation and the efficiency return stay assumed",
     "capacity_changes": "no capacity change export (Jira epics, ServiceNow): commissioning time and the faster-deployment return stay assumed",
-    "changes": "no change request export (ServiceNow change_request, Jira Service Management): change failure rate not shown",
+    "changes": "no change request export (ServiceNow change_request, Jira Service Management): the change failure rate stays unmeasured",
 }
 
 

@@ -18,6 +18,7 @@ ACRONYMS: dict[str, str] = {
     "AI": "artificial intelligence",
     "CI": "confidence interval",
     "CSV": "comma-separated values",
+    "DCGM": "NVIDIA Data Center GPU Manager",
     "DORA": "DevOps Research and Assessment",
     "GPU": "graphics processing unit",
     "GPUs": "graphics processing units",
