@@ -35,7 +35,7 @@ def small_problem(rates, demand, idle_ops=4, **kw):
 def test_the_milp_finds_the_cheapest_plan_an_exhaustive_search_finds(rates):
     problem = small_problem(rates, [1, 2], idle_ops=6)
     lay, arrays = problem.layout, rate_arrays(rates, problem.layout)
-    x, short, cost = build_and_solve(problem, np.zeros((1, 2)), arrays)
+    x, short, cost, _ = build_and_solve(problem, np.zeros((1, 2)), arrays)
     assert (short < 1e-6).all()
     # every plan of 0-3 hires in quarter 2 and 0-3 starts per programme and quarter
     hires = [k for k, (_, _, t) in enumerate(lay.hire_index()) if t >= 1]

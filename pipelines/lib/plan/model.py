@@ -204,6 +204,75 @@ def _can_start(wanted: np.ndarray, idle: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass
+class _Team:
+    """The state `project` rolls forward: idle [B, R, L, G+1], preparing [B, R, L, G, P, A]."""
+
+    idle: np.ndarray
+    prep: np.ndarray
+    out: dict[str, np.ndarray]  # [B, R, L, T] per quarter
+    agg: dict[str, np.ndarray]  # [B, T] per quarter
+    idle_before: np.ndarray  # [B, R, L, G, T]
+
+    @property
+    def head(self) -> np.ndarray:
+        return self.idle.sum(3) + self.prep.sum((3, 4, 5))
+
+
+def _start_and_exit(team: _Team, t: int, s: np.ndarray, rates: RateArrays, sample) -> None:
+    """Starts leave the idle and begin preparing; then exits at the level's rate (certified or
+    not: a person at stage >= 1 holds a certification)."""
+    b, _, _, ng, npg = s.shape
+    nr = team.idle.shape[1]
+    team.idle[..., :ng] -= s.sum(-1)
+    team.prep[..., 0] += s
+    team.agg["trainees"][:, t] = team.prep.sum((1, 2, 3, 4, 5))
+    team.agg["apprentices"][:, t] = team.prep[:, :, :, :, APPRENTICESHIP].sum((1, 2, 3, 4))
+    cost = np.broadcast_to(rates.cost_per_start, (b, nr, ng, npg))
+    team.out["training"][..., t] = np.einsum("brlgp,brgp->brl", s, cost)
+    holds = (np.arange(ng + 1) >= 1).astype(int)
+    ex = np.broadcast_to(rates.exit, (b, *rates.exit.shape[1:]))[:, None]
+    gone_idle = _move(team.idle, ex[..., holds], sample)
+    gone_prep = _move(team.prep, ex[..., holds[:ng], None, None], sample)
+    team.idle -= gone_idle
+    team.prep -= gone_prep
+    team.out["exits"][..., t] = gone_idle.sum(3) + gone_prep.sum((3, 4, 5))
+
+
+def _certify_and_promote(team: _Team, t: int, rates: RateArrays, sample) -> None:
+    """Preparations certify at the programme's hazard (or give up after MAX_AGE quarters);
+    then promotions move people up a level, keeping their stage and preparation."""
+    b = team.idle.shape[0]
+    ng = team.prep.shape[3]
+    hz = np.broadcast_to(rates.hazard, (b, *rates.hazard.shape[1:]))
+    done = _move(team.prep, hz[:, :, None], sample)
+    team.prep -= done
+    team.idle[..., 1:] += done.sum((4, 5))
+    team.out["certified"][..., t] = done.sum((3, 4, 5))
+    team.idle[..., :ng] += team.prep[..., -1].sum(-1)
+    team.prep = np.concatenate([np.zeros_like(team.prep[..., :1]), team.prep[..., :-1]], -1)
+    pr = np.broadcast_to(rates.promote, (b, rates.promote.shape[1]))
+    up_idle = _move(team.idle, pr[:, None, :, None], sample)
+    up_prep = _move(team.prep, pr[:, None, :, None, None, None], sample)
+    up_idle[:, :, -1] = 0
+    up_prep[:, :, -1] = 0
+    team.idle += np.roll(up_idle, 1, axis=2) - up_idle
+    team.prep += np.roll(up_prep, 1, axis=2) - up_prep
+
+
+def _hire_and_count(team: _Team, t: int, hires: np.ndarray, full: np.ndarray, rates) -> None:
+    """Hires join uncertified at the quarter's end; the quarter's counts and pay."""
+    b = team.idle.shape[0]
+    team.idle[..., 0] += hires
+    head = team.head
+    team.out["head"][..., t] = head
+    team.out["compliant"][..., t] = np.einsum("brlg,rg->brl", team.idle, full)
+    pay = np.broadcast_to(rates.salary, (b, rates.salary.shape[1]))[:, None, :]
+    team.out["payroll"][..., t] = head * pay / 4
+    share = np.broadcast_to(rates.hiring_cost_share, (b,))[:, None, None]
+    team.out["hiring"][..., t] = hires * pay * share
+
+
 def project(
     x: np.ndarray,
     layout: Layout,
@@ -215,79 +284,41 @@ def project(
     """Roll the team forward from `idle0` [R, L, G+1] under decisions `x` [B, n_decisions]."""
     hires, starts = layout.split(x)
     b, nr, nl, ng, npg, nt = starts.shape
-    idle = np.broadcast_to(idle0, (b, nr, nl, ng + 1)).astype(float).copy()
-    prep = np.zeros((b, nr, nl, ng, npg, MAX_AGE))
-    stage_holds = (np.arange(ng + 1) >= 1).astype(int)  # holds a certification
-    full = np.zeros((nr, ng + 1))
+    full = np.zeros((nr, ng + 1))  # holds the role's whole track
     for r, role in enumerate(layout.roles):
         full[r, len(role.track)] = 1
-    out = {
-        k: np.zeros((b, nr, nl, nt))
-        for k in ("head", "compliant", "exits", "certified", "payroll", "training", "hiring")
-    }
-    idle_before = np.zeros((b, nr, nl, ng, nt))
-    agg = {k: np.zeros((b, nt)) for k in ("trainees", "apprentices", "seniors", "team")}
+    keys = ("head", "compliant", "exits", "certified", "payroll", "training", "hiring")
+    team = _Team(
+        idle=np.broadcast_to(idle0, (b, nr, nl, ng + 1)).astype(float).copy(),
+        prep=np.zeros((b, nr, nl, ng, npg, MAX_AGE)),
+        out={k: np.zeros((b, nr, nl, nt)) for k in keys},
+        agg={k: np.zeros((b, nt)) for k in ("trainees", "apprentices", "seniors", "team")},
+        idle_before=np.zeros((b, nr, nl, ng, nt)),
+    )
     senior = np.isin(np.array(LEVELS), senior_levels)
-    ex = np.broadcast_to(rates.exit, (b, nl, 2))
-    pr = np.broadcast_to(rates.promote, (b, nl))
-    hz = np.broadcast_to(rates.hazard, (b, *rates.hazard.shape[1:]))
     for t in range(nt):
-        head_now = idle.sum(3) + prep.sum((3, 4, 5))
-        agg["seniors"][:, t] = head_now[:, :, senior].sum((1, 2))
-        agg["team"][:, t] = head_now.sum((1, 2))
-        idle_before[..., t] = idle[..., :ng]
-        s = starts[..., t] if sample is None else _can_start(starts[..., t], idle[..., :ng])
-        idle[..., :ng] -= s.sum(-1)
-        prep[..., 0] += s
-        agg["trainees"][:, t] = prep.sum((1, 2, 3, 4, 5))
-        agg["apprentices"][:, t] = prep[:, :, :, :, APPRENTICESHIP].sum((1, 2, 3, 4))
-        out["training"][..., t] = np.einsum(
-            "brlgp,brgp->brl", s, np.broadcast_to(rates.cost_per_start, (b, nr, ng, npg))
-        )
-        # exits at the level's rate for those holding a certification or not
-        gone_idle = _move(idle, ex[:, None][..., stage_holds], sample)
-        gone_prep = _move(prep, ex[:, None][..., stage_holds[:ng], None, None], sample)
-        idle -= gone_idle
-        prep -= gone_prep
-        out["exits"][..., t] = gone_idle.sum(3) + gone_prep.sum((3, 4, 5))
-        # certifications
-        done = _move(prep, hz[:, :, None], sample)
-        prep -= done
-        idle[..., 1:] += done.sum((4, 5))
-        out["certified"][..., t] = done.sum((3, 4, 5))
-        idle[..., :ng] += prep[..., -1].sum(-1)  # gave up after MAX_AGE quarters
-        prep = np.concatenate([np.zeros_like(prep[..., :1]), prep[..., :-1]], -1)
-        # promotions, keeping stage and preparation
-        up_idle = _move(idle, pr[:, None, :, None], sample)
-        up_prep = _move(prep, pr[:, None, :, None, None, None], sample)
-        up_idle[:, :, -1] = 0
-        up_prep[:, :, -1] = 0
-        idle += np.roll(up_idle, 1, axis=2) - up_idle
-        prep += np.roll(up_prep, 1, axis=2) - up_prep
-        idle[..., 0] += hires[..., t]
-        head = idle.sum(3) + prep.sum((3, 4, 5))
-        out["head"][..., t] = head
-        out["compliant"][..., t] = np.einsum("brlg,rg->brl", idle, full)
-        pay = np.broadcast_to(rates.salary, (b, nl))
-        out["payroll"][..., t] = head * pay[:, None, :] / 4
-        out["hiring"][..., t] = (
-            hires[..., t]
-            * pay[:, None, :]
-            * np.broadcast_to(rates.hiring_cost_share, (b,))[:, None, None]
-        )
+        head_now = team.head
+        team.agg["seniors"][:, t] = head_now[:, :, senior].sum((1, 2))
+        team.agg["team"][:, t] = head_now.sum((1, 2))
+        team.idle_before[..., t] = team.idle[..., :ng]
+        s = starts[..., t] if sample is None else _can_start(starts[..., t], team.idle[..., :ng])
+        _start_and_exit(team, t, s, rates, sample)
+        _certify_and_promote(team, t, rates, sample)
+        _hire_and_count(team, t, hires[..., t], full, rates)
+    o, a = team.out, team.agg
     return Projection(
-        out["head"],
-        out["compliant"],
-        out["exits"],
-        out["certified"],
-        idle_before,
-        agg["trainees"],
-        agg["apprentices"],
-        agg["seniors"],
-        agg["team"],
-        out["payroll"],
-        out["training"],
-        out["hiring"],
+        o["head"],
+        o["compliant"],
+        o["exits"],
+        o["certified"],
+        team.idle_before,
+        a["trainees"],
+        a["apprentices"],
+        a["seniors"],
+        a["team"],
+        o["payroll"],
+        o["training"],
+        o["hiring"],
         hires,
         starts,
     )

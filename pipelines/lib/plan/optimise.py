@@ -42,6 +42,7 @@ class Problem:
     target_probability: float = 0.8
     draws: int = 400
     seed: int = 0
+    time_limit: float = 10.0  # seconds HiGHS may search; the plan names the gap it stopped at
 
 
 @dataclass
@@ -53,6 +54,8 @@ class Plan:
     probability: float  # all templates met in every quarter, over the draws
     probability_by_role: np.ndarray  # [R, T]
     margin: np.ndarray  # [R, T] extra expected engineers the plan carries
+    shortfall: np.ndarray  # [R, T] engineers the closest plan leaves missing (0 when feasible)
+    gap: float = 0.0  # HiGHS's relative MIP gap when it stopped (0: proven cheapest)
     notes: list[str] = field(default_factory=list)
 
 
@@ -69,7 +72,7 @@ def _affine(problem: Problem, arrays: RateArrays) -> Projection:
 
 
 def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
-    """Solve the MILP once; return (x, shortfall [R, T], cost)."""
+    """Solve the MILP once; return (x, shortfall [R, T], cost, gap)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     lay = problem.layout
@@ -124,20 +127,32 @@ def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
         constraints=cons,
         integrality=integrality,
         bounds=Bounds(lower, upper),
-        options={"time_limit": 60, "mip_rel_gap": 1e-6},
+        options={"time_limit": problem.time_limit, "mip_rel_gap": 1e-6},
     )
     if res.x is None:
         raise PlanInfeasible(f"the solver found no plan: {res.message}")
     x = np.rint(res.x[:nd])
-    return x, res.x[nd + nt :].reshape(nr, nt), float(c0 + jc @ x)
+    gap = float(getattr(res, "mip_gap", 0.0) or 0.0) if res.status == 1 else 0.0
+    return x, res.x[nd + nt :].reshape(nr, nt), float(c0 + jc @ x), gap
 
 
-def monte_carlo(problem: Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
-    """P(every template met in every quarter), and per role and quarter, over the draws."""
+def draw_rates(problem: Problem) -> RateArrays:
+    """The Monte Carlo draws of every rate, once per plan (each draw its own rates)."""
     rng = np.random.default_rng(problem.seed)
-    arrays = rate_arrays(problem.rates, problem.layout, problem.draws, rng)
-    xs = np.repeat(x[None, :], problem.draws, 0)
-    p = project(xs, problem.layout, arrays, problem.idle0, problem.rates.senior_levels, sample=rng)
+    return rate_arrays(problem.rates, problem.layout, problem.draws, rng)
+
+
+def monte_carlo(
+    problem: Problem, x: np.ndarray, drawn: RateArrays | None = None
+) -> tuple[float, np.ndarray]:
+    """P(every template met in every quarter), and per role and quarter, over the draws.
+
+    The same draws and the same binomial stream for every candidate plan (common random
+    numbers): two plans differ in probability because they differ, not by chance."""
+    drawn = drawn if drawn is not None else draw_rates(problem)
+    rng = np.random.default_rng(problem.seed + 1)
+    xs = np.broadcast_to(x[None, :], (problem.draws, x.size))
+    p = project(xs, problem.layout, drawn, problem.idle0, problem.rates.senior_levels, sample=rng)
     met = p.in_band(problem.layout, p.compliant) >= problem.demand[None] - 1e-9
     return float(met.all((1, 2)).mean()), met.mean(0)
 
@@ -161,31 +176,45 @@ def missing_text(problem: Problem, short: np.ndarray, have: np.ndarray) -> str:
     )
 
 
-def solve(problem: Problem) -> Plan:
-    """The cheapest plan whose probability of meeting the templates reaches the target."""
+def _raise_margin(problem: Problem, margin: np.ndarray, by_role: np.ndarray) -> np.ndarray:
+    """One more engineer where a role and quarter fall short of its share of the target."""
+    needed = problem.demand > 0
+    share = problem.target_probability ** (1 / max(needed.sum(), 1))
+    low = (by_role < share) & needed
+    if not low.any():
+        low = needed & (by_role == by_role[needed].min())
+    return margin + low
+
+
+def solve(problem: Problem, closest: bool = False) -> Plan:
+    """The cheapest plan whose probability of meeting the templates reaches the target.
+
+    A plan that cannot meet some template raises PlanInfeasible naming what is missing; with
+    `closest` it is returned instead, its shortfall per role and quarter in `Plan.shortfall`."""
     lay = problem.layout
     arrays = rate_arrays(problem.rates, lay)
     margin = np.zeros_like(problem.demand, dtype=float)
     budget, problem.budget = problem.budget, None
-    x, short, cost = build_and_solve(problem, margin, arrays)
-    if (short > 0.5).any():
-        have = _expected(problem, x, arrays)
-        raise PlanInfeasible(missing_text(problem, short, have))
-    prob, by_role = monte_carlo(problem, x)
-    for _ in range(12):
+    x, short, cost, gap = build_and_solve(problem, margin, arrays)
+    notes: list[str] = []
+    short = np.where(short > 0.5, short, 0.0)
+    if short.any():
+        text = missing_text(problem, short, _expected(problem, x, arrays))
+        if not closest:
+            problem.budget = budget
+            raise PlanInfeasible(text)
+        notes.append(text)
+    drawn = draw_rates(problem)
+    prob, by_role = monte_carlo(problem, x, drawn)
+    for _ in range(12 if not short.any() else 0):
         if prob >= problem.target_probability:
             break
-        low = (by_role < problem.target_probability ** (1 / max((problem.demand > 0).sum(), 1))) & (
-            problem.demand > 0
-        )
-        if not low.any():
-            low = by_role == by_role[problem.demand > 0].min()
-        margin = margin + low
-        x2, short2, cost2 = build_and_solve(problem, margin, arrays)
+        margin = _raise_margin(problem, margin, by_role)
+        x2, short2, cost2, gap2 = build_and_solve(problem, margin, arrays)
         if (short2 > 0.5).any():
             break  # the margin cannot be carried: report the probability reached
-        x, cost = x2, cost2
-        prob, by_role = monte_carlo(problem, x)
+        x, cost, gap = x2, cost2, gap2
+        prob, by_role = monte_carlo(problem, x, drawn)
     problem.budget = budget
     if budget is not None and cost > budget + 0.5:
         raise PlanInfeasible(
@@ -194,16 +223,18 @@ def solve(problem: Problem) -> Plan:
             f"{cost - budget:,.0f} USD short. {buys_text(problem, arrays, margin)}"
         )
     expected = project(x[None, :], lay, arrays, problem.idle0, problem.rates.senior_levels)
-    notes = (
-        []
-        if prob >= problem.target_probability
-        else [
+    if prob < problem.target_probability and not short.any():
+        notes.append(
             f"the plan meets every template with probability {prob:.0%}, below the target "
-            f"{problem.target_probability:.0%}: the rates' intervals are too wide (or the lead times "
-            "too long) for more"
-        ]
-    )
-    return Plan(problem, x, expected, cost, prob, by_role, margin, notes)
+            f"{problem.target_probability:.0%}: the rates' intervals are too wide (or the lead "
+            "times too long) for more"
+        )
+    if gap > 1e-6:
+        notes.append(
+            f"HiGHS stopped at its time limit ({problem.time_limit:.0f} s) with this plan; "
+            f"the cheapest possible is within {gap:.1%} of its objective"
+        )
+    return Plan(problem, x, expected, cost, prob, by_role, margin, short, gap, notes)
 
 
 def _expected(problem: Problem, x: np.ndarray, arrays: RateArrays) -> np.ndarray:
@@ -213,7 +244,7 @@ def _expected(problem: Problem, x: np.ndarray, arrays: RateArrays) -> np.ndarray
 
 def buys_text(problem: Problem, arrays: RateArrays, margin: np.ndarray) -> str:
     """What the budget buys: the plan within it, and the engineers it leaves missing."""
-    x, short, _ = build_and_solve(problem, margin, arrays)
+    x, short, _, _ = build_and_solve(problem, margin, arrays)
     missing = short.sum(0)
     worst = int(np.argmax(missing))
     return (

@@ -4,7 +4,7 @@ window; the domain's figure (named as such) only where the company has no data.
 A `Rate` carries its interval: a measured share its counts (events of exposure: Monte Carlo
 draws are Beta(events + 1/2, exposure - events + 1/2), Jeffreys), any other figure its low and
 high (draws uniform between them). `Rates` holds what the projection needs by level, programme
-and certification; `read_rates` reads them from the build file's unsuppressed marts
+and certification; `warehouse.read_rates` reads them from the build file's unsuppressed marts
 (`restricted.*`, the dbt marts' detail, and the statistics marts in `marts.*`), `domain_rates`
 is the company with no data at all (`talent plan --case`, and every gap of `read_rates`).
 """
@@ -28,6 +28,7 @@ PREREQUISITES = {"NCP-AII": ("NCA-AIIO",)}
 SEEDS = DBT_PROJECT_DIR / "seeds"
 SEED_FACTS = "domain: seed-facts.md"
 WEIBULL_SHAPE = 1.5  # domain times give a median only; the spread is assumed
+MEASURED_IN = ("marts.", "restricted.", "intermediate.")  # the build file's schemas
 ESTIMATE = "estimate (neither the data nor the domain give it; replace when measured)"
 
 
@@ -37,14 +38,14 @@ class Rate:
     value: float
     low: float
     high: float
-    source: str  # "marts.attrition", or "domain: ..." / "external: ..." / "estimate ..."
+    source: str  # "restricted.attrition ...", or "domain: ..." / "external: ..." / "estimate ..."
     window: str = ""  # first..last day of the data measured; empty for other sources
     events: float | None = None  # a measured share: events of exposure
     exposure: float | None = None
 
     @property
     def measured(self) -> bool:
-        return self.source.startswith("marts.")
+        return self.source.startswith(MEASURED_IN)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.events is not None and self.exposure:
@@ -200,7 +201,11 @@ def domain_rates(codes: list[str], assumptions: dict | None = None) -> Rates:
     )
     exits = {
         (lvl, cert): fixed(
-            f"exit per quarter, level {lvl}", turnover, turnover * 0.5, turnover * 1.5, exit_source
+            f"exit per quarter, level {lvl}, {'certified' if cert else 'not certified'}",
+            turnover,
+            turnover * 0.5,
+            turnover * 1.5,
+            exit_source,
         )
         for lvl in LEVELS
         for cert in (False, True)
