@@ -13,6 +13,7 @@ from pipelines.lib.plan.optimise import (
     build_and_solve,
     plan_cost,
     solve,
+    trainee_ceiling,
 )
 from pipelines.lib.plan.rates import LEVELS, PROGRAMMES, domain_rates, weibull_cdf
 
@@ -52,6 +53,7 @@ def test_the_milp_finds_the_cheapest_plan_an_exhaustive_search_finds(rates):
     ok = (p.in_band(lay, p.compliant)[:, 0] >= problem.demand[0] - 1e-9).all(1)
     ok &= (p.starts.sum(4) <= p.idle_before + 1e-9).all((1, 2, 3, 4))
     ok &= (p.trainees <= problem.trainee_cap * p.team + 1e-9).all(1)
+    ok &= (p.trainees <= trainee_ceiling(problem) + 1e-9).all(1)
     ok &= (p.apprentices <= p.seniors + 1e-9).all(1)
     costs = plan_cost(p, base.payroll).sum((1, 2, 3))
     best = costs[ok].min()
@@ -64,6 +66,23 @@ def test_a_quarter_too_soon_and_a_budget_too_small_are_refused(rates):
         solve(small_problem(rates, [9, 9], draws=50))
     with pytest.raises(PlanInfeasible, match="USD short"):
         solve(small_problem(rates, [1, 2], idle_ops=6, budget=1000.0, draws=50))
+
+
+def test_hires_never_exceed_the_template_and_the_exits_to_train_more(rates):
+    """A team as large as its template, uncertified, with too little training capacity to
+    certify everyone in time: surplus hires run no cluster, so they buy no trainee places, and
+    the closest plan hires at most the people it loses (a band up to level 5: promotions stay
+    in it)."""
+    lay = Layout((Role("operations_engineer", (2, 5), track(("NCA-AIIO",))),), 6)
+    idle0 = np.zeros((1, len(LEVELS), lay.stages + 1))
+    idle0[0, 1, 0] = 20
+    labels = [f"2027-Q{q}" for q in (1, 2, 3, 4)] + ["2028-Q1", "2028-Q2"]
+    problem = Problem(lay, rates, idle0, np.full((1, 6), 20.0), labels, draws=20)
+    plan = solve(problem, closest=True)
+    assert plan.shortfall.sum() > 0  # capacity binds: the case the ceiling is about
+    exits = plan.expected.exits[0].sum()
+    assert plan.expected.hires.sum() <= np.ceil(exits) + 1
+    assert (plan.expected.trainees[0] <= problem.trainee_cap * 20 + 1e-6).all()
 
 
 def simulate_people(rates, lay, idle0, hires, starts, reps, rng):

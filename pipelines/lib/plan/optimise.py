@@ -7,8 +7,8 @@ shortfall per role and quarter that costs far more than any plan (so the solver 
 missing instead of failing). The expected counts are affine in the decisions, so the
 constraint rows are read from `model.project` itself. Constraints: the role's people in the
 template's level band holding the whole track at least the template's headcount (plus a
-margin), no more starts than idle people, trainees at most `trainee_cap` of the team, one
-senior per apprentice, vendor-partnership starts in groups of ten, hires only after the time to
+margin), no more starts than idle people, trainees at most `trainee_cap` of the team and of
+the larger of the team today and the team the templates need (`trainee_ceiling`), one senior per apprentice, vendor-partnership starts in groups of ten, hires only after the time to
 fill, and the budget. The margin rises where the Monte Carlo draws (each with its own rates and
 binomial flows) meet the template less often than the target probability.
 """
@@ -59,6 +59,16 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
+def trainee_ceiling(problem: Problem) -> float:
+    """Trainees at most `trainee_cap` of the larger of the team today and the team the fleet
+    plan needs (its largest template headcount); a team may always spare one trainee. People
+    hired beyond both run no cluster, so they free no one to train: without this ceiling the
+    cap (a share of a team that includes new hires) makes surplus hires the cheapest way to
+    train more."""
+    need = float(problem.demand.sum(0).max(initial=0.0))
+    return max(1.0, problem.trainee_cap * max(need, float(problem.idle0.sum())))
+
+
 def plan_cost(p: Projection, base_payroll: np.ndarray) -> np.ndarray:
     """[B, R, L, T] what the plan adds: hiring, training and the added people's pay."""
     return p.hiring_cost + p.training_cost + (p.payroll - base_payroll)
@@ -103,6 +113,8 @@ def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
     cons.append(LinearConstraint((s_rows - pad(ij))[keep], -np.inf, i0[keep]))
     t0, tj = lin(p.trainees - problem.trainee_cap * p.team)
     cons.append(LinearConstraint(pad(tj), -np.inf, -t0))
+    n0, nj = lin(p.trainees)
+    cons.append(LinearConstraint(pad(nj), -np.inf, trainee_ceiling(problem) - n0))
     a0, aj = lin(p.apprentices - p.seniors)
     cons.append(LinearConstraint(pad(aj), -np.inf, -a0))
     vendor = np.zeros((nt, n))
