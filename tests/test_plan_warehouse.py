@@ -56,6 +56,7 @@ def build_file(tmp_path):
         ("operations_engineer", 3, ["NCA-AIIO", "RHCE", "CKA"], True),
         ("operations_engineer", 3, ["RHCE"], False),  # left during the month
         ("senior_engineer", 4, ["NCA-AIIO"], True),
+        ("senior_engineer", 4, ["NCP-AII"], True),  # its prerequisite NCA-AIIO expired
     ]
     for i, (role, lvl, codes, active) in enumerate(people):
         con.execute(
@@ -90,7 +91,8 @@ def test_the_team_counts_the_track_certifications_each_person_holds(build_file):
     assert ops[1, :3].tolist() == [1, 1, 0]  # level 2: none held, NCA-AIIO held
     assert ops[2, :3].tolist() == [0, 0, 1]  # level 3: both of the track (CKA is not in it)
     senior = idle0[names.index("senior_engineer")]
-    assert senior[3, 1] == 1 and head.sum() == 4
+    assert senior[3, 1] == 1 and head.sum() == 5
+    assert senior[3, 2] == 1  # NCP-AII held: NCA-AIIO is not needed again
 
 
 def test_exit_rates_are_the_level_rate_scaled_by_certification_status(build_file):

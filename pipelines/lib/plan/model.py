@@ -39,6 +39,15 @@ def track(codes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def held_in_track(held, codes: tuple[str, ...]) -> int:
+    """How many of the track's certifications a person holds, a prerequisite counting as held
+    when a certification that requires it is (an NCP-AII holder whose NCA-AIIO expired needs
+    neither again)."""
+    have = set(held)
+    have |= {pre for code in held for pre in PREREQUISITES.get(code, ())}
+    return sum(code in have for code in codes)
+
+
 @dataclass(frozen=True)
 class Role:
     name: str

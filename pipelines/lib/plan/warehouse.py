@@ -14,8 +14,9 @@ domain's figure of `rates.domain_rates` stays, under its own name (`Rates.notes`
 - cost per start: `marts.programme_costs` (total cost / participants);
 - pay by level: `restricted.salary_bands` at the last quarter end (groups of at least
   `min_group_size` with pay; median weighted by headcount, p25..p75 as the interval);
-- the team today by role, level and certifications held: `intermediate.int_engineer_months`
-  at the last month (active at its end);
+- the team today by role, level and certifications of the role's track held:
+  `intermediate.int_engineer_months` at the last month (active at its end); a prerequisite
+  counts as held when a certification requiring it is (`model.held_in_track`);
 - demand: the fleet plan's GPUs through the seed `fleet_size_classes` to the team templates
   (`team_template_requirements`).
 """
@@ -29,7 +30,7 @@ from datetime import date, timedelta
 import numpy as np
 
 from pipelines.lib.plan.fleet import FleetRow, PlanInputError
-from pipelines.lib.plan.model import Layout, Role, track
+from pipelines.lib.plan.model import Layout, Role, held_in_track, track
 from pipelines.lib.plan.rates import (
     LEVELS,
     WEIBULL_SHAPE,
@@ -330,18 +331,18 @@ def demand_from_fleet(rows: list[FleetRow], quarters: list[str]) -> Demand:
 def read_team(con, layout: Layout, month: date) -> tuple[np.ndarray, np.ndarray]:
     """(idle0 [R, L, G+1] people by role, level and track certifications held, head [R, L])."""
     idle0 = np.zeros((len(layout.roles), len(LEVELS), layout.stages + 1))
-    for r, role in enumerate(layout.roles):
-        rows = con.execute(
-            """
-            select skill_level, len(list_intersect(coalesce(active_certification_codes, []),
-                   ?::varchar[])) as held, count(*)
-            from intermediate.int_engineer_months
-            where month = ? and role_family = ? and active_at_month_end
-              and skill_level between 1 and 5
-            group by all
-            """,
-            [list(role.track), month, role.name],
-        ).fetchall()
-        for lvl, held, n in rows:
-            idle0[r, lvl - 1, min(held, len(role.track))] += n
+    names = [role.name for role in layout.roles]
+    rows = con.execute(
+        """
+        select role_family, skill_level, coalesce(active_certification_codes, []), count(*)
+        from intermediate.int_engineer_months
+        where month = ? and active_at_month_end and skill_level between 1 and 5
+          and role_family in (select unnest(?::varchar[]))
+        group by all
+        """,
+        [month, names],
+    ).fetchall()
+    for role_family, lvl, codes, n in rows:
+        r = names.index(role_family)
+        idle0[r, lvl - 1, held_in_track(codes, layout.roles[r].track)] += n
     return idle0, idle0.sum(2)
