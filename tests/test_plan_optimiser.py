@@ -52,7 +52,6 @@ def test_the_milp_finds_the_cheapest_plan_an_exhaustive_search_finds(rates):
     base = project(np.zeros((1, lay.n_decisions)), lay, arrays, problem.idle0)
     ok = (p.in_band(lay, p.compliant)[:, 0] >= problem.demand[0] - 1e-9).all(1)
     ok &= (p.starts.sum(4) <= p.idle_before + 1e-9).all((1, 2, 3, 4))
-    ok &= (p.trainees <= problem.trainee_cap * p.team + 1e-9).all(1)
     ok &= (p.trainees <= trainee_ceiling(problem) + 1e-9).all(1)
     ok &= (p.apprentices <= p.seniors + 1e-9).all(1)
     costs = plan_cost(p, base.payroll).sum((1, 2, 3))

@@ -7,9 +7,10 @@ shortfall per role and quarter that costs far more than any plan (so the solver 
 missing instead of failing). The expected counts are affine in the decisions, so the
 constraint rows are read from `model.project` itself. Constraints: the role's people in the
 template's level band holding the whole track at least the template's headcount (plus a
-margin), no more starts than idle people, trainees at most `trainee_cap` of the team and of
-the larger of the team today and the team the templates need (`trainee_ceiling`), one senior per apprentice, vendor-partnership starts in groups of ten, hires only after the time to
-fill, and the budget. The margin rises where the Monte Carlo draws (each with its own rates and
+margin), no more starts than idle people, trainees at most `trainee_cap` of the larger of
+the team today and the team the templates need (`trainee_ceiling`), one senior per
+apprentice, vendor-partnership starts in groups of ten, hires only after the time to fill,
+and the budget. The margin rises where the Monte Carlo draws (each with its own rates and
 binomial flows) meet the template less often than the target probability.
 """
 
@@ -61,10 +62,10 @@ class Plan:
 
 def trainee_ceiling(problem: Problem) -> float:
     """Trainees at most `trainee_cap` of the larger of the team today and the team the fleet
-    plan needs (its largest template headcount); a team may always spare one trainee. People
-    hired beyond both run no cluster, so they free no one to train: without this ceiling the
-    cap (a share of a team that includes new hires) makes surplus hires the cheapest way to
-    train more."""
+    plan needs (its largest template headcount); a team may always spare one trainee. The
+    ceiling does not grow with hires: people hired beyond the templates run no cluster, so
+    they free no one to train. (A cap on a share of a team that includes new hires made
+    surplus hires the cheapest way to train more, and kept a team of two from training.)"""
     need = float(problem.demand.sum(0).max(initial=0.0))
     return max(1.0, problem.trainee_cap * max(need, float(problem.idle0.sum())))
 
@@ -111,8 +112,6 @@ def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
         s_rows[row, lay.n_hires + k] += 1
     keep = np.abs(s_rows).sum(1) > 0
     cons.append(LinearConstraint((s_rows - pad(ij))[keep], -np.inf, i0[keep]))
-    t0, tj = lin(p.trainees - problem.trainee_cap * p.team)
-    cons.append(LinearConstraint(pad(tj), -np.inf, -t0))
     n0, nj = lin(p.trainees)
     cons.append(LinearConstraint(pad(nj), -np.inf, trainee_ceiling(problem) - n0))
     a0, aj = lin(p.apprentices - p.seniors)
