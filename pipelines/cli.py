@@ -27,6 +27,7 @@ app = typer.Typer(
 COMMANDS = {
     "run": "Materialise the whole graph once: ingest, dbt, checks, statistics, ROI, publish, report.",
     "roi": "Run the ROI model from a scenario file alone, without a warehouse.",
+    "plan": "Plan hires and programme starts that staff the fleet plan at the least cost.",
     "report": "Render the quarterly talent report (HTML and PDF) from the published warehouse.",
 }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pipelines.lib.contracts import EXPORTS, Column, Export
+from pipelines.lib.contracts import EXPORTS, PLAN_INPUTS, Column, Export
 from pipelines.lib.ingest.profiles import Profile, Rule, load_profiles
 from pipelines.lib.ingest.reader import FALSE_WORDS, TRUE_WORDS
 
@@ -32,7 +32,8 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`, `changes/`. Every file in it is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
+`fleet/`, `changes/` (and `plans/`, what the workforce planner reads: see [plans](#plans)).
+Every file in those five is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
 Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
 - **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
@@ -179,6 +180,34 @@ def export_section(export: Export) -> str:
         f"- File: `{export.folder}/{export.name}_<period>[_v<N>].csv`",
         f"- Natural key: {', '.join(f'`{k}`' for k in export.key)}",
         f"- Encodings: {encodings}; locales: {locales}",
+        "",
+        "| column | type | required | personal | also accepted as | meaning |",
+        "|---|---|---|---|---|---|",
+        *(column_row(c) for c in export.columns),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+PLANS_INTRO = """## `plans/`
+
+Planning inputs, not deliveries: the workforce planner (`talent plan`, `marts.workforce_plan`)
+reads them whole each time it runs; the load does not archive them and they have no period or
+version. They are checked row by row like the exports above: every bad row is named with its
+file, line (row for YAML) and the reason, and a file with a bad row is refused as a whole, so
+that no plan rests on part of a fleet plan. A cluster planned twice for one quarter is refused.
+"""
+
+
+def plan_input_section(export: Export) -> str:
+    """A planning input: one file, CSV (the format above) or YAML, with the same columns."""
+    lines = [
+        f"### `{export.name}`",
+        "",
+        export.description,
+        "",
+        f"- File: `{export.folder}/{export.name}.csv` or `{export.folder}/{export.name}.yaml`",
+        f"- Key: {', '.join(f'`{k}`' for k in export.key)} (each pair once)",
         "",
         "| column | type | required | personal | also accepted as | meaning |",
         "|---|---|---|---|---|---|",
@@ -346,6 +375,8 @@ def render_readme() -> str:
     for folder, exports in by_folder.items():
         parts += [f"## `{folder}/`", ""]
         parts += [export_section(e) for e in exports]
+    parts.append(PLANS_INTRO)
+    parts += [plan_input_section(e) for e in PLAN_INPUTS.values()]
     parts.append(VENDOR_INTRO)
     vendor = [p for p in load_profiles().values() if not p.name.startswith("contract-")]
     order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3, "changes": 4}

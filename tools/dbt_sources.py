@@ -34,8 +34,8 @@ HEADER = (
 )
 PYTHON_HEADER = (
     "# Generated from the descriptions in pipelines/lib/effects/result.py,\n"
-    "# pipelines/lib/careers/result.py, pipelines/lib/deliveries.py and\n"
-    "# pipelines/lib/roi/warehouse.py by\n"
+    "# pipelines/lib/careers/result.py, pipelines/lib/deliveries.py,\n"
+    "# pipelines/lib/roi/warehouse.py and pipelines/lib/plan/build.py by\n"
     "# `python -m tools.dbt_sources`; do not edit.\n"
 )
 LINEAGE = {
@@ -109,6 +109,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     from pipelines.lib import deliveries
     from pipelines.lib.careers.result import MART_DESCRIPTIONS
     from pipelines.lib.effects import result
+    from pipelines.lib.plan import build as plan
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
 
     return (
@@ -123,6 +124,10 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
         ]
         + [(name, *MART_DESCRIPTIONS[name]) for name in MART_DESCRIPTIONS]
         + [(name, TABLE_COMMENTS[name], COLUMN_COMMENTS[name]) for name in TABLE_COMMENTS]
+        + [
+            ("workforce_plan", plan.PLAN_DESCRIPTION, plan.PLAN_COLUMNS),
+            ("workforce_plan_rates", plan.RATES_DESCRIPTION, plan.RATES_COLUMNS),
+        ]
     )
 
 
@@ -143,7 +148,7 @@ def render_python_marts() -> str:
                 "description": "Marts written by the pipeline's Python assets into schema marts "
                 "of the build file after dbt (statistics: certification_effect, "
                 "certification_event_study, time_to_certify, programme_comparison, "
-                "programme_costs, time_in_level, promotion_effect; deliveries: source_deliveries; ROI: roi_*) and "
+                "programme_costs, time_in_level, promotion_effect; deliveries: source_deliveries; ROI: roi_*; plan: workforce_plan, workforce_plan_rates) and "
                 "published with the dbt marts.",
                 "schema": "marts",
                 "tables": tables,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.defs import careers, dbt, deliveries, effects, roi, versions
+from pipelines.defs import careers, dbt, deliveries, effects, plan, roi, versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.publish import PostgresPublish, PublishError, publish
 
@@ -32,6 +32,7 @@ MART_KEYS = sorted(
             careers.programme_career_statistics,
             careers.programme_costs,
             roi.roi_tables,
+            plan.workforce_plan,
         )
         for key in assets.keys
         if key.path[0] == "marts"

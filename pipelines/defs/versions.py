@@ -68,6 +68,7 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
     "programme_career_statistics": ("min_group_size",),
     "marts__programme_costs": ("min_group_size", "assumptions"),
     "roi_tables": ("assumptions",),
+    "workforce_plan": ("min_group_size", "assumptions", "fleet_plan"),
     "warehouse__published": ("min_group_size", "publish_dsn", "publish_reader_role"),
     "report__quarterly_talent_report": ("min_group_size", "assumptions"),
 }
@@ -108,6 +109,12 @@ def settings_text(settings: Settings, names: Iterable[str]) -> str:
             path = Path(settings.assumptions_file)
             content = path.read_bytes() if path.exists() else b"(missing)"
             value = hashlib.sha256(content).hexdigest()[:16]
+        elif name == "fleet_plan":  # the planning inputs under <sources>/plans/
+            digest = hashlib.sha256()
+            for path in sorted((Path(settings.sources_dir) / "plans").glob("*")):
+                if path.is_file():
+                    digest.update(path.name.encode() + path.read_bytes())
+            value = digest.hexdigest()[:16]
         else:
             value = str(getattr(settings, name))
         out.append(f"{name}={value}")

@@ -615,3 +615,51 @@ def parse_file_name(name: str) -> tuple[str, str, int] | None:
 def file_name(export: str, period: str, version: int = 1) -> str:
     suffix = f"_v{version}" if version > 1 else ""
     return f"{export}_{period}{suffix}.csv"
+
+
+# --- planning inputs --------------------------------------------------------------------------
+# Files the workforce planner reads (`talent plan`, `marts.workforce_plan`). They are not
+# deliveries: no period, no versions, no raw table. Each is read whole and checked row by row
+# like an export (a bad row is named by file, line and reason); the planner refuses a file with
+# a bad row rather than plan on part of it.
+
+QUARTER = re.compile(r"^(?P<year>\d{4})-?Q(?P<quarter>[1-4])$", re.IGNORECASE)
+
+PLAN_INPUTS: dict[str, Export] = {
+    e.name: e
+    for e in (
+        Export(
+            name="fleet_plan",
+            folder="plans",
+            description=(
+                "The GPU fleet the company plans, one row per cluster and quarter: what the "
+                "team must be able to run. A cluster's size class (seed fleet_size_classes) "
+                "gives its team template; a quarter the plan does not list keeps the cluster's "
+                "last planned size, and a cluster absent from every quarter is not planned. "
+                "Read from `plans/fleet_plan.csv` (or `.yaml`: a list of rows under `clusters:` "
+                "with the same keys)."
+            ),
+            key=("cluster", "quarter"),
+            columns=(
+                C(
+                    "cluster",
+                    "string",
+                    description="cluster name; the team that runs it (= team in the marts)",
+                ),
+                C(
+                    "quarter",
+                    "string",
+                    description="calendar quarter the size is planned for, `YYYY-Qn` (2027-Q1)",
+                ),
+                C(
+                    "planned_gpus",
+                    "integer",
+                    description="GPUs the cluster is planned to have in that quarter (0 = retired)",
+                    aliases=("gpus", "gpu_count"),
+                ),
+                C("site", "string", required=False, description="site of the cluster"),
+                C("note", "string", required=False, description="free text, not used"),
+            ),
+        ),
+    )
+}
