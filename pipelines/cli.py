@@ -28,11 +28,13 @@ COMMANDS = {
     "run": "Materialise the whole graph once: ingest, dbt, checks, statistics, ROI, publish, report.",
     "roi": "Run the ROI model from a scenario file alone, without a warehouse.",
     "report": "Render the quarterly talent report (HTML and PDF) from the published warehouse.",
+    "erase": "Erase people from the archive, the raw layer and the marts on a valid request.",
+    "subject-access": "Write everything the warehouse holds about one person to one file.",
 }
 
 
 def _register(name: str, help_text: str) -> None:
-    module = importlib.import_module(f"pipelines.commands.{name}")
+    module = importlib.import_module(f"pipelines.commands.{name.replace('-', '_')}")
     app.command(name=name, help=help_text)(module.command)
 
 
@@ -41,6 +43,8 @@ for _name, _help in COMMANDS.items():
 
 # `talent sources check DIR`: a sub-app (one small module, imported when the CLI starts)
 app.add_typer(importlib.import_module("pipelines.commands.sources").app, name="sources")
+# `talent archive new-key | rotate-key`: the archive's encryption key
+app.add_typer(importlib.import_module("pipelines.commands.archive").app, name="archive")
 
 if __name__ == "__main__":
     app()
