@@ -66,7 +66,6 @@ from pipelines.lib.ingest.reader import (
 )
 from pipelines.lib.ingest.vendor import split_vendor_bytes
 from pipelines.lib.privacy.crypto import cipher_of
-from pipelines.lib.privacy.screen import erased_people, screen_arrival
 from pipelines.lib.settings import Settings
 
 
@@ -572,6 +571,8 @@ def plan_deliveries(
     new_in_run: set[str] = set()
     # the manifest as it was before this run (nothing below writes it)
     recorded = deliveries_by_content(con, (d.export for d in deliveries))
+    from pipelines.lib.privacy.screen import erased_people  # privacy imports this module
+
     erased = erased_people(con, settings.pseudonym_key)
     for delivery, (data, file_id) in read_and_hashed(deliveries):
         name = delivery.path.name
@@ -602,6 +603,8 @@ def plan_deliveries(
 def screen_plan(plan: _Plan, erased, data: bytes, config: SourcesConfig | None) -> bytes:
     """The bytes to archive: a new delivery without the rows of people erased on request
     (`privacy/screen.py`)."""
+    from pipelines.lib.privacy.screen import screen_arrival
+
     d = plan.delivery
 
     def split(export: str) -> SplitFile:

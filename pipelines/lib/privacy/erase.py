@@ -231,16 +231,20 @@ def _stage_raw(
     for leftover in (staged, staged.with_name(staged.name + ".wal")):
         leftover.unlink(missing_ok=True)
     with db.connect(staged, storage_version=db.CLI_STORAGE_VERSION) as con:
-        con.execute(f"ATTACH '{settings.raw_db}' AS old (READ_ONLY)")
+        quoted = str(settings.raw_db).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS old (READ_ONLY)")
         ensure_raw_schema(con)
         ensure_erasures(con)
+        (here,) = con.execute("SELECT current_database()").fetchone()
+        ours = {t for (t,) in con.execute(_TABLES, [here]).fetchall()}
         skip = {"quarantine", *_export_tables()}
-        for (table,) in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'old'"
-        ).fetchall():
-            if table not in skip:
-                con.execute(f'DELETE FROM "{table}"')
+        for (table,) in con.execute(_TABLES, ["old"]).fetchall():
+            if table in skip:
+                continue
+            if table in ours:
                 con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM old."{table}"')
+            else:
+                con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM old."{table}"')
         for old, (new, digest) in moves.items():
             con.execute(
                 "UPDATE manifest SET archive_path = ?, archive_sha256 = ? WHERE archive_path = ?",
@@ -249,6 +253,9 @@ def _stage_raw(
         _log_erasure(con, settings, subject, reference, reason, requested_by, result)
         con.execute("DETACH old")
     rebuild_raw_from_archive(settings, raw_db=staged)
+
+
+_TABLES = "SELECT table_name FROM duckdb_tables() WHERE database_name = ?"
 
 
 def _export_tables() -> list[str]:
