@@ -253,6 +253,32 @@ def _stage_raw(
         _log_erasure(con, settings, subject, reference, reason, requested_by, result)
         con.execute("DETACH old")
     rebuild_raw_from_archive(settings, raw_db=staged)
+    with db.connect(staged) as con:
+        _recount(con, sorted(new for new, _ in moves.values()))
+
+
+def _recount(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """The rows each rewritten copy gives now, in its manifest rows (what `source_deliveries`
+    and the raw data versions count), as a load of that copy would have recorded them."""
+    if not paths:
+        return
+    for export in _export_tables():
+        con.execute(
+            f"""
+            UPDATE manifest AS m SET
+                rows_loaded = (SELECT count(*) FROM "{export}" AS r WHERE r._file_id = m.file_id),
+                rows_quarantined = (SELECT count(*) FROM quarantine AS q
+                                    WHERE q.file_id = m.file_id AND q.export = m.export)
+            WHERE m.export = ? AND list_contains(?, m.archive_path)
+              AND m.status IN ('active', 'superseded')
+            """,
+            [export, paths],
+        )
+    con.execute(
+        "UPDATE manifest SET rows_total = rows_loaded + rows_quarantined "
+        "WHERE list_contains(?, archive_path) AND status IN ('active', 'superseded')",
+        [paths],
+    )
 
 
 _TABLES = "SELECT table_name FROM duckdb_tables() WHERE database_name = ?"
