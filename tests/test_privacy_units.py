@@ -45,8 +45,9 @@ def test_the_persons_records_go_and_a_reference_to_them_is_blanked():
         ["E2", "Bob", "Ray", "", "quoted, with a comma"],
         ["E17", "Cy", "Zed", "E2", "mentions E1 in text"],
     ]
-    # records that do not change keep their bytes
-    assert b"E17,Cy,Zed,E2,mentions E1 in text\n" in new
+    # records that do not change keep their bytes and their line numbers
+    assert new.split(b"\n")[5] == b"E17,Cy,Zed,E2,mentions E1 in text"
+    assert read_table(new, "x.csv").lines == [3, 6]
 
 
 def test_ids_are_compared_whole():
@@ -66,7 +67,7 @@ def test_keyed_hashes_recognise_a_value_only_under_their_key():
         blank_mentions(erased),
         erased,
     )
-    assert new == b"learner_email,course\nbo@x.example,B\n"
+    assert new == b"learner_email,course\n\nbo@x.example,B\n"
 
 
 def test_pseudonyms_are_the_same_wherever_the_id_stands():
@@ -120,3 +121,28 @@ def test_retention_periods_come_from_the_variables_over_the_file(tmp_path: Path)
     assert policy_of(Settings.from_env({})).describe() is None
     with pytest.raises(SettingsError, match="TALENT_RETENTION_YEARS"):
         Settings.from_env({"TALENT_RETENTION_YEARS": "0"})
+
+
+def test_a_person_is_found_by_any_of_their_e_mails_with_every_id_and_name():
+    import duckdb
+
+    from pipelines.lib.privacy.subjects import identify
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE employees AS SELECT * FROM (VALUES "
+        "('E1', 'Ann', 'Lee', 'ann.lee@x.example'), ('E1', 'Ann', 'Lee-Ray', 'Ann.Ray@X.example'), "
+        "('E2', 'Bob', 'Ray', 'bob@x.example')) AS t(employee_id, first_name, last_name, work_email)"
+    )
+    person = identify(con, [], [" ANN.RAY@x.example"])
+    assert person.ids == {"E1"}
+    assert person.emails == {"ann.lee@x.example", "ann.ray@x.example"}
+    assert person.names == {"ann lee", "ann lee-ray"}
+
+
+def test_the_ids_file_takes_one_id_a_line_and_comments(tmp_path: Path):
+    from pipelines.commands.erase import _ids_from
+
+    listed = tmp_path / "ids.txt"
+    listed.write_text("# requests of March\nE1\n\nE2  # by e-mail\n")
+    assert _ids_from(listed) == ["E1", "E2"]

@@ -4,8 +4,9 @@ erasure or the retention policy leaves.
 The file is cut into records exactly as the loader cuts it (`reader.read_table`: the same
 physical line numbers the raw rows carry in `_line`), so the person's records are dropped by
 line; in every other record a field naming the person (a manager's id) is blanked or replaced.
-Records that do not change keep their bytes; a changed record is written again with the file's
-delimiter. Line breaks become `\\n` and a workbook becomes CSV text of its first sheet (the
+A dropped record leaves its lines empty (the loader skips blank lines), so every other row
+keeps the line number it has in the delivered file. Records that do not change keep their
+bytes; a changed record is written again with the file's delimiter. Line breaks become `\\n` and a workbook becomes CSV text of its first sheet (the
 loader reads an archived file by its content, so it reads the copy as it read the original).
 """
 
@@ -77,8 +78,11 @@ def rewrite_records(
     line = 1
     while line <= len(lines):
         if line in out:
-            if out[line] is not None:
-                kept.append(out[line])
+            # the record's physical lines stay, empty (a blank line is no record), so every
+            # other row keeps the line number it has in the delivered file
+            text = out[line] if out[line] is not None else ""
+            span = spans[line] - line + 1
+            kept += [text, *[""] * max(0, span - text.count("\n") - 1)]
             line = spans[line] + 1
             continue
         kept.append(lines[line - 1])
