@@ -146,3 +146,18 @@ def test_the_ids_file_takes_one_id_a_line_and_comments(tmp_path: Path):
     listed = tmp_path / "ids.txt"
     listed.write_text("# requests of March\nE1\n\nE2  # by e-mail\n")
     assert _ids_from(listed) == ["E1", "E2"]
+
+
+def test_a_salary_past_its_period_goes_from_the_persons_rows_only():
+    from pipelines.lib.privacy.retention import salary_edits
+
+    person = Subject(ids={"E1"})
+    edits = salary_edits(person, {95000.0})
+    data = (
+        b"employee_id;fte;annual_salary_usd;skill_level\n"
+        b"E1;1,00;95.000,00;2\n"  # German locale: the same salary
+        b"E2;1,00;95000.00;2\n"  # someone else earning the same: theirs stays
+    )
+    new, dropped = rewrite_records(data, "j.csv", set(), lambda v: None, person, {2: edits.own})
+    assert dropped == 0
+    assert new.split(b"\n")[1:3] == [b"E1;1,00;;2", b"E2;1,00;95000.00;2"]

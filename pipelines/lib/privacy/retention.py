@@ -136,20 +136,23 @@ def salary_edits(subject: Subject, salaries: set[float]) -> Edits:
     """The person's salaries removed from their own rows."""
 
     def own(value: str) -> str | None:
-        number = _number(value)
-        return "" if number is not None and any(abs(number - s) < 0.005 for s in salaries) else None
+        hit = any(abs(n - s) < 0.005 for n in _numbers(value) for s in salaries)
+        return "" if hit else None
 
     return Edits(subject, drop_own=False, own=own, verify=False)
 
 
-def _number(text: str) -> float | None:
-    t = text.strip().replace(" ", "")
+def _numbers(text: str) -> set[float]:
+    """What a number's text can mean: with a decimal point or a decimal comma (95000.00,
+    95.000,00, 95,000.00); a field of the person's own rows that matches their salary goes."""
+    t = text.strip().replace(" ", "").replace("\u00a0", "")
+    found = set()
     for candidate in (t.replace(",", ""), t.replace(".", "").replace(",", ".")):
         try:
-            return float(candidate)
+            found.add(float(candidate))
         except ValueError:
             continue
-    return None
+    return found
 
 
 def apply_retention(settings: Settings, today: date | None = None) -> RetentionResult:
