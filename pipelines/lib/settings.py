@@ -126,16 +126,18 @@ class Settings:
         return problems
 
     def _privacy_problems(self) -> list[str]:
-        from pipelines.lib.privacy.crypto import KEY_VAR, OLD_KEY_VAR, key_problem
+        problems = []
+        if self.archive_key or self.archive_old_key:  # imports cryptography only then
+            from pipelines.lib.privacy.crypto import KEY_VAR, OLD_KEY_VAR, key_problem
 
-        problems = [
-            p + "."
-            for p in (
-                key_problem(self.archive_key, KEY_VAR),
-                key_problem(self.archive_old_key, OLD_KEY_VAR),
-            )
-            if p
-        ]
+            problems += [
+                p + "."
+                for p in (
+                    key_problem(self.archive_key, KEY_VAR),
+                    key_problem(self.archive_old_key, OLD_KEY_VAR),
+                )
+                if p
+            ]
         for name, var in (
             ("retention_years", "TALENT_RETENTION_YEARS"),
             ("salary_retention_years", "TALENT_SALARY_RETENTION_YEARS"),
