@@ -161,3 +161,31 @@ def test_a_salary_past_its_period_goes_from_the_persons_rows_only():
     new, dropped = rewrite_records(data, "j.csv", set(), lambda v: None, person, {2: edits.own})
     assert dropped == 0
     assert new.split(b"\n")[1:3] == [b"E1;1,00;;2", b"E2;1,00;95000.00;2"]
+
+
+def test_a_retained_leaver_arriving_again_gets_the_same_pseudonyms():
+    from pipelines.lib.ingest.reader import split_export_bytes
+    from pipelines.lib.privacy.screen import screen_arrival
+    from pipelines.lib.privacy.subjects import retained_value
+
+    key = "key"
+    erased = ErasedHashes(
+        key,
+        retained={
+            ("id", keyed_hash("id", "E1", key)),
+            ("email", keyed_hash("email", "a@x.io", key)),
+        },
+    )
+    data = (
+        b"employee_id,first_name,last_name,work_email,hire_date\n"
+        b"E1,Ann,Lee,a@x.io,2020-01-01\n"
+        b"E2,Bob,Ray,b@x.io,2020-01-01\n"
+    )
+    split = lambda export: split_export_bytes(data, export, "employees_2020-01.csv")  # noqa: E731
+    screened = screen_arrival(erased, data, ("employees",), "employees_2020-01.csv", split)
+    first = _records(screened.data)[0]
+    assert first[:4] == [retained_value("id", "E1", key), "retained", "retained"] + [
+        retained_value("email", "a@x.io", key)
+    ]
+    assert _records(screened.data)[1] == ["E2", "Bob", "Ray", "b@x.io", "2020-01-01"]
+    assert screened.pseudonymised == 1 and screened.dropped == 0

@@ -601,8 +601,8 @@ def plan_deliveries(
 
 
 def screen_plan(plan: _Plan, erased, data: bytes, config: SourcesConfig | None) -> bytes:
-    """The bytes to archive: a new delivery without the rows of people erased on request
-    (`privacy/screen.py`)."""
+    """The bytes to archive: a new delivery without the rows of people erased on request and
+    with retained leavers' pseudonyms (`privacy/screen.py`)."""
     from pipelines.lib.privacy.screen import screen_arrival
 
     d = plan.delivery
@@ -610,12 +610,11 @@ def screen_plan(plan: _Plan, erased, data: bytes, config: SourcesConfig | None) 
     def split(export: str) -> SplitFile:
         return split_delivery(data, export, d.path.name, d.profile, config)
 
-    new, dropped = screen_arrival(erased, data, d.feeds or (d.export,), d.path.name, split)
-    if dropped or new != data:
-        plan.archive_sha256 = sha256_hex(new)
-        note = f"{dropped} row(s) of people erased on request left out on arrival"
-        plan.delivery = replace(d, warnings=(*d.warnings, note))
-    return new
+    screened = screen_arrival(erased, data, d.feeds or (d.export,), d.path.name, split)
+    if screened.data != data:
+        plan.archive_sha256 = sha256_hex(screened.data)
+        plan.delivery = replace(d, warnings=(*d.warnings, *screened.notes()))
+    return screened.data
 
 
 def split_delivery(

@@ -28,12 +28,15 @@ import yaml
 
 from pipelines.lib import db
 from pipelines.lib.privacy.erase import Edits, erase, recover
-from pipelines.lib.privacy.subjects import Subject, identify, keyed_hash, normalised
+from pipelines.lib.privacy.subjects import (
+    RETAINED_ID,
+    RETAINED_NAME,
+    Subject,
+    identify,
+    normalised,
+    retained_value,
+)
 from pipelines.lib.settings import Settings, SettingsError
-
-RETAINED_ID = "R-"
-RETAINED_DOMAIN = "@retained.invalid"
-RETAINED_NAME = "retained"
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,9 @@ def pseudonym_edits(subject: Subject, key: str) -> Edits:
     parts = {normalised("name", p) for pair in subject.first_last for p in pair}
 
     def other(value: str) -> str | None:
-        if subject.matches("id", value):
-            return RETAINED_ID + keyed_hash("id", value, key)[:16]
-        if subject.matches("email", value):
-            return f"r-{keyed_hash('email', value, key)[:16]}{RETAINED_DOMAIN}"
+        for kind in ("id", "email"):
+            if subject.matches(kind, value):
+                return retained_value(kind, value, key)
         return None
 
     def own(value: str) -> str | None:

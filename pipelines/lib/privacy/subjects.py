@@ -81,23 +81,47 @@ class Subject:
         return bool(self.ids or self.emails)
 
 
+RETAINED_ID = "R-"
+RETAINED_DOMAIN = "@retained.invalid"
+RETAINED_NAME = "retained"
+
+
+def retained_value(kind: str, value: str, key: str) -> str:
+    """The pseudonym the retention policy gives an id, an e-mail or a name: the same for the
+    same value wherever it stands, so joins between exports still hold."""
+    digest = keyed_hash(kind, value, key)[:16]
+    if kind == "id":
+        return RETAINED_ID + digest
+    if kind == "email":
+        return f"r-{digest}{RETAINED_DOMAIN}"
+    return RETAINED_NAME
+
+
 @dataclass
 class ErasedHashes:
-    """The people of `raw.erasures`, recognised by the keyed hashes of their values alone."""
+    """The people of `raw.erasures`, recognised by the keyed hashes of their values alone:
+    `hashes` of people erased on request, `retained` of leavers the retention policy
+    pseudonymised."""
 
     key: str
     hashes: set[tuple[str, str]] = field(default_factory=set)
+    retained: set[tuple[str, str]] = field(default_factory=set)
 
     def matches(self, kind: str, value: str | None) -> bool:
         norm = normalised(kind, value)
         return norm is not None and (kind, keyed_hash(kind, norm, self.key)) in self.hashes
 
+    def retains(self, kind: str, value: str | None) -> bool:
+        norm = normalised(kind, value)
+        return norm is not None and (kind, keyed_hash(kind, norm, self.key)) in self.retained
+
     def mentioned_in(self, text: str) -> bool:
         fields = [f.strip().strip('"').strip() for f in re.split(r"[,;\t|\n]", text)]
-        return any(self.matches(k, f) for f in fields if f for k in ("id", "email"))
+        kinds = ("id", "email")
+        return any(self.matches(k, f) or self.retains(k, f) for f in fields if f for k in kinds)
 
     def __bool__(self) -> bool:
-        return bool(self.hashes)
+        return bool(self.hashes or self.retained)
 
 
 def _in(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple]:
