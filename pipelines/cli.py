@@ -29,11 +29,13 @@ COMMANDS = {
     "roi": "Run the ROI model from a scenario file alone, without a warehouse.",
     "plan": "Plan hires and programme starts that staff the fleet plan at the least cost.",
     "report": "Render the quarterly talent report (HTML and PDF) from the published warehouse.",
+    "erase": "Erase people from the archive, the raw layer and the marts on a valid request.",
+    "subject-access": "Write everything the warehouse holds about one person to one file.",
 }
 
 
 def _register(name: str, help_text: str) -> None:
-    module = importlib.import_module(f"pipelines.commands.{name}")
+    module = importlib.import_module(f"pipelines.commands.{name.replace('-', '_')}")
     app.command(name=name, help=help_text)(module.command)
 
 
@@ -44,6 +46,8 @@ for _name, _help in COMMANDS.items():
 app.add_typer(importlib.import_module("pipelines.commands.sources").app, name="sources")
 # `talent analysts add NAME` / `remove NAME`: logins on the serving database
 app.add_typer(importlib.import_module("pipelines.commands.analysts").app, name="analysts")
+# `talent archive new-key | rotate-key`: the archive's encryption key
+app.add_typer(importlib.import_module("pipelines.commands.archive").app, name="archive")
 
 if __name__ == "__main__":
     app()

@@ -75,6 +75,7 @@ class RunOutcome:
             lines += [load.line() for load in self.loads]
             if any(load.rows_quarantined for load in self.loads):
                 lines.append("  quarantined rows, with file, line and reason: table raw.quarantine")
+        lines += ExportLoad.privacy_lines(self.loads)
         if self.not_fully_loaded:
             lines.append(f"Not fully loaded ({len(self.not_fully_loaded)} file(s)):")
             lines += [f"  {item}" for item in self.not_fully_loaded]

@@ -205,6 +205,11 @@ class ExportLoad:
     not_loaded: dict[str, str] = field(default_factory=dict)
     # files that loaded but cannot show something (no termination column): name -> warning
     warnings: dict[str, str] = field(default_factory=dict)
+    # what the privacy step after the load did (`pipelines.lib.privacy.apply_at_run`)
+    privacy_notes: list[str] = field(default_factory=list)
+    retention_pseudonymised: int = 0
+    retention_salaries_removed: int = 0
+    retention_policy: str = ""
 
     @classmethod
     def from_metadata(cls, export: str, meta: dict) -> ExportLoad:
@@ -222,7 +227,30 @@ class ExportLoad:
             unknown_files=list(meta.get("unknown_files") or []),
             not_loaded=dict(meta.get("not_loaded") or {}),
             warnings=dict(meta.get("warnings") or {}),
+            privacy_notes=list(meta.get("privacy_notes") or []),
+            retention_pseudonymised=num("retention_pseudonymised"),
+            retention_salaries_removed=num("retention_salaries_removed"),
+            retention_policy=str(meta.get("retention_policy") or ""),
         )
+
+    @staticmethod
+    def privacy_lines(loads: list[ExportLoad]) -> list[str]:
+        """The run summary's lines on an interrupted erasure and the retention policy."""
+        lines = [f"Erasure: {note}" for load in loads for note in load.privacy_notes]
+        policy = next((load.retention_policy for load in loads if load.retention_policy), "")
+        if policy and policy != "not set":
+            people = sum(load.retention_pseudonymised for load in loads)
+            pay = sum(load.retention_salaries_removed for load in loads)
+            lines.append(
+                f"Retention ({policy}): {people} leaver(s) pseudonymised, the salaries of {pay} "
+                "removed in this run"
+            )
+        elif policy == "not set":
+            lines.append(
+                "Retention: no period set (TALENT_RETENTION_YEARS): leavers' personal data are "
+                "kept until erased"
+            )
+        return lines
 
     def line(self) -> str:
         parts = [f"{self.files_loaded} new file(s)", f"{self.rows_loaded:,} rows loaded"]

@@ -67,8 +67,13 @@ division scope cannot be applied: every employee counts and teams, roles and lev
 - **Exactly once.** A file is identified by the SHA-256 of its bytes. Loading the same folder
   again changes nothing; the same bytes under another name are recorded as a `duplicate` and
   loaded no second time. Every delivered file is archived unchanged under
-  `archive/<export>/<sha256>.csv` in the warehouse folder, and the raw layer can be rebuilt
-  from that archive.
+  `archive/<export>/<sha256>.csv` in the warehouse folder (encrypted when
+  `TALENT_ARCHIVE_KEY` is set), and the raw layer can be rebuilt from that archive. Two
+  things change an archive copy, each recorded in the manifest (`archive_sha256`, the copy's
+  new hash; the delivered file's hash stays its identity): `talent erase` and the retention
+  policy write it again without a person's rows or with their names replaced, and, while an
+  erasure stands, a new delivery is archived without the erased person's rows (the manifest's
+  `message` counts the rows left out on arrival).
 - **Delivery series.** A file belongs to the series (export, source system, period): the
   source system is the tool that wrote it (its profile's vendor, `talent-metrics` for our own
   format), the period the one its name, `sources.yml` or its data gives. A vendor file that

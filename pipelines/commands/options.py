@@ -72,6 +72,14 @@ def warn_demo_key(settings: Settings) -> None:
             "outside the warehouse before loading real data.",
             err=True,
         )
+    if not settings.archive_key:
+        typer.echo(
+            "warning: TALENT_ARCHIVE_KEY is not set: the archive's copies of the delivered files "
+            "(names, e-mails, salaries) are written unencrypted. Make a key with `talent archive "
+            "new-key`, keep it outside the warehouse, and run `talent archive rotate-key` once "
+            "to encrypt what is there.",
+            err=True,
+        )
 
 
 def resolved(path: Path | None) -> Path | None:

@@ -11,6 +11,7 @@ from pipelines.defs import versions
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS, Export
 from pipelines.lib.ingest import IngestResult, ingest_export, table_row_count
+from pipelines.lib.privacy import apply_at_run
 from pipelines.progress import WAIT_PREFIX
 
 # Retries cover transient I/O (a locked DuckDB file, a network share hiccup). Content errors
@@ -43,6 +44,16 @@ def result_metadata(result: IngestResult, table_rows: int) -> dict[str, object]:
     }
 
 
+def privacy_metadata(privacy: dict[str, object]) -> dict[str, object]:
+    """What the privacy step of this load did (`pipelines.lib.privacy.apply_at_run`)."""
+    return {
+        "privacy_notes": dg.MetadataValue.json(privacy["notes"]),
+        "retention_pseudonymised": privacy["pseudonymised"],
+        "retention_salaries_removed": privacy["salaries_removed"],
+        "retention_policy": privacy["policy"] or "not set",
+    }
+
+
 def failure_description(result: IngestResult) -> str:
     lines = [
         f"{len(result.files_failed)} {result.export} file(s) could not be loaded; the other "
@@ -71,7 +82,11 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
         result = ingest_export(
             s, export.name, on_wait=lambda text: context.log.warning(WAIT_PREFIX + text)
         )
+        privacy = apply_at_run(s)  # an interrupted erasure, the retention policy
+        for note in privacy["notes"]:
+            context.log.warning(note)
         metadata = result_metadata(result, table_row_count(s, export.name))
+        metadata.update(privacy_metadata(privacy))
         for name, reason in result.not_loaded.items():
             context.log.warning(f"{name} was not loaded: {reason}")
         for name, how in result.recognised.items():

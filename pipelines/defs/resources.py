@@ -34,6 +34,12 @@ class TalentResource(dg.ConfigurableResource):
     publish_reader_role: str = "talent_analysts"
     build_target: str = "duckdb"
     build_dsn: str | None = None
+    # Personal data over its life (docs/architecture.md): the archive's key and retention.
+    archive_key: str | None = None
+    archive_old_key: str | None = None
+    retention_years: float | None = None
+    salary_retention_years: float | None = None
+    retention_file: str | None = None
 
     @classmethod
     def from_settings(
@@ -54,6 +60,11 @@ class TalentResource(dg.ConfigurableResource):
             "publish_reader_role": settings.publish_reader_role,
             "build_target": settings.build_target,
             "build_dsn": settings.build_dsn,
+            "archive_key": settings.archive_key,
+            "archive_old_key": settings.archive_old_key,
+            "retention_years": settings.retention_years,
+            "salary_retention_years": settings.salary_retention_years,
+            "retention_file": str(settings.retention_file) if settings.retention_file else None,
         }
         fields = {name: name for name in values} | {"reports_dir": "reports_dir_override"}
         for name, value in values.items():
@@ -97,6 +108,11 @@ class TalentResource(dg.ConfigurableResource):
             publish_reader_role=self.publish_reader_role,
             build_target=self.build_target,
             build_dsn=self.build_dsn,
+            archive_key=self.archive_key,
+            archive_old_key=self.archive_old_key,
+            retention_years=self.retention_years,
+            salary_retention_years=self.salary_retention_years,
+            retention_file=Path(self.retention_file) if self.retention_file else None,
         )
 
 

@@ -159,9 +159,9 @@ def content_version(con, sql: str, *extra: str) -> str:
 
 def raw_data_version(settings: Settings, export: str) -> str | None:
     """The data version of `raw/<export>`: the deliveries its current rows come from (each
-    file's content hash, status and counts in the manifest; a delivery of content already
-    loaded changes nothing) and the warehouse they were loaded into. None before the first
-    load."""
+    file's content hash, the hash of its archive copy when an erasure or the retention policy
+    rewrote it, status and counts in the manifest; a delivery of content already loaded
+    changes nothing) and the warehouse they were loaded into. None before the first load."""
     from pipelines.lib import db
 
     if not settings.raw_db.exists():
@@ -172,7 +172,7 @@ def raw_data_version(settings: Settings, export: str) -> str | None:
         ).fetchone()[0]:
             return None
         sql = (
-            "select file_id, status, rows_loaded, rows_quarantined from manifest "
+            "select file_id, archive_sha256, status, rows_loaded, rows_quarantined from manifest "
             f"where export = '{export}' and status <> 'duplicate'"
         )
         return content_version(con, sql, str(Path(settings.warehouse_dir).resolve()))

@@ -17,6 +17,8 @@ KNOWN = (
     "publish:after_replace",  # new file swapped in, run not yet finished
     "publish:postgres_half_loaded",  # PostgreSQL: half the marts loaded, nothing committed
     "publish:postgres_swapped",  # PostgreSQL: marts swapped in the transaction, not committed
+    "erase:staged",  # new archive copies and the new raw file written, not yet renamed
+    "erase:committed",  # the new raw file renamed into place, old copies not yet removed
 )
 
 

@@ -20,6 +20,11 @@ def preflight(settings: Settings) -> list[str]:
     problems = _warehouse_problems(settings.warehouse_dir)
     if not problems:
         problems += _source_problems(settings)
+    if not problems:
+        from pipelines.lib.privacy.crypto import archive_problem, cipher_of
+
+        problem = archive_problem(settings.archive_dir, cipher_of(settings))
+        problems += [problem] if problem else []
     return problems
 
 

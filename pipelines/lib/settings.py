@@ -66,13 +66,29 @@ class Settings:
     # from the build file in every case (pipelines/lib/targets.py copies it back).
     build_target: str = "duckdb"
     build_dsn: str | None = None
+    # The archive's files are encrypted with this Fernet key (`pipelines/lib/privacy/crypto.py`);
+    # the old key only while `talent archive rotate-key` moves the archive to a new one.
+    archive_key: str | None = field(default=None, repr=False)
+    archive_old_key: str | None = field(default=None, repr=False)
+    # Retention (`pipelines/lib/privacy/retention.py`): years after an employee leaves until
+    # their names, e-mails and ids are replaced by pseudonyms, and until their salaries are
+    # removed. None: kept until erased (the employer sets the period; docs say why).
+    retention_years: float | None = None
+    salary_retention_years: float | None = None
+    retention_file: Path | None = None
 
     def __post_init__(self) -> None:
-        for name in ("sources_dir", "warehouse_dir", "reports_dir_override", "assumptions_file"):
+        for name in (
+            "sources_dir",
+            "warehouse_dir",
+            "reports_dir_override",
+            "assumptions_file",
+            "retention_file",
+        ):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, Path(value).expanduser().resolve())
-        for problem in self._target_problems():
+        for problem in self._target_problems() + self._privacy_problems():
             raise SettingsError(problem)
         if int(self.min_group_size) < 2:
             raise SettingsError(
@@ -109,6 +125,31 @@ class Settings:
                 "TALENT_PUBLISH_DSN and TALENT_BUILD_DSN name the same database: analysts would "
                 "reach the raw and restricted tables dbt builds from. Publish into another one."
             )
+        return problems
+
+    def _privacy_problems(self) -> list[str]:
+        problems = []
+        if self.archive_key or self.archive_old_key:  # imports cryptography only then
+            from pipelines.lib.privacy.crypto import KEY_VAR, OLD_KEY_VAR, key_problem
+
+            problems += [
+                p + "."
+                for p in (
+                    key_problem(self.archive_key, KEY_VAR),
+                    key_problem(self.archive_old_key, OLD_KEY_VAR),
+                )
+                if p
+            ]
+        for name, var in (
+            ("retention_years", "TALENT_RETENTION_YEARS"),
+            ("salary_retention_years", "TALENT_SALARY_RETENTION_YEARS"),
+        ):
+            value = getattr(self, name)
+            if value is not None and float(value) <= 0:
+                problems.append(
+                    f"{var} is {value}; it must be a number of years above 0 (unset it to keep "
+                    "personal data until it is erased)."
+                )
         return problems
 
     # --- construction at the edges -------------------------------------------------------
@@ -249,6 +290,11 @@ ENV_VARS: dict[str, str] = {
     "publish_reader_role": "TALENT_PUBLISH_READER_ROLE",
     "build_target": "TALENT_BUILD_TARGET",
     "build_dsn": "TALENT_BUILD_DSN",
+    "archive_key": "TALENT_ARCHIVE_KEY",
+    "archive_old_key": "TALENT_ARCHIVE_OLD_KEY",
+    "retention_years": "TALENT_RETENTION_YEARS",
+    "salary_retention_years": "TALENT_SALARY_RETENTION_YEARS",
+    "retention_file": "TALENT_RETENTION_FILE",
 }
 
 BUILD_TARGETS = ("duckdb", "postgres", "spark")
@@ -267,7 +313,7 @@ def _parse(name: str, var: str, raw: str) -> object:
     try:
         if kind == "int":
             return int(raw)
-        if kind == "float":
+        if kind in ("float", "float | None"):
             return float(raw)
     except ValueError:
         raise SettingsError(

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +66,7 @@ from pipelines.lib.ingest.reader import (
     type_split_files,
 )
 from pipelines.lib.ingest.vendor import split_vendor_bytes
+from pipelines.lib.privacy.crypto import cipher_of
 from pipelines.lib.settings import Settings
 
 
@@ -462,14 +462,12 @@ def archive_relpath(export: str, file_id: str, suffix: str = ".csv") -> str:
 def archive_copy(
     settings: Settings, export: str, file_id: str, data: bytes, suffix: str = ".csv"
 ) -> str:
-    """Write the delivered bytes once under their hash; atomic, so a crash leaves no half file."""
+    """Write the delivered bytes once under their hash, encrypted when `TALENT_ARCHIVE_KEY` is
+    set (`privacy/crypto.py`); atomic, so a crash leaves no half file."""
     rel = archive_relpath(export, file_id, suffix)
     target = settings.warehouse_dir / rel
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".part")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        cipher_of(settings).write(target, data)
     return rel
 
 
@@ -558,6 +556,7 @@ class _Plan:
     error: str | None = None  # new content that cannot be read
     parsed: ParsedFile | None = None  # new content, typed; new False = a duplicate
     siblings: dict[str, SiblingFacts] = field(default_factory=dict)
+    archive_sha256: str | None = None  # the archive copy's hash when screening changed it
 
 
 def plan_deliveries(
@@ -573,6 +572,9 @@ def plan_deliveries(
     new_in_run: set[str] = set()
     # the manifest as it was before this run (nothing below writes it)
     recorded = deliveries_by_content(con, (d.export for d in deliveries))
+    from pipelines.lib.privacy.screen import erased_people  # privacy imports this module
+
+    erased = erased_people(con, settings.pseudonym_key)
     for delivery, (data, file_id) in read_and_hashed(deliveries):
         name = delivery.path.name
         # the same bytes may feed two exports (a vendor file): identity is (content, export)
@@ -590,10 +592,30 @@ def plan_deliveries(
         )
         if not seen and file_id not in new_in_run:
             new_in_run.add(file_id)
-            plan.archive_path = archive_copy(settings, delivery.export, file_id, data, suffix)
+            if erased:
+                data = screen_plan(plan, erased, data, config)
+            archived = plan.archive_sha256 or file_id
+            plan.archive_path = archive_copy(settings, delivery.export, archived, data, suffix)
             plan.new = True
         plans.append(plan)
     return plans
+
+
+def screen_plan(plan: _Plan, erased, data: bytes, config: SourcesConfig | None) -> bytes:
+    """The bytes to archive: a new delivery without the rows of people erased on request and
+    with retained leavers' pseudonyms (`privacy/screen.py`)."""
+    from pipelines.lib.privacy.screen import screen_arrival
+
+    d = plan.delivery
+
+    def split(export: str) -> SplitFile:
+        return split_delivery(data, export, d.path.name, d.profile, config)
+
+    screened = screen_arrival(erased, data, d.feeds or (d.export,), d.path.name, split)
+    if screened.data != data:
+        plan.archive_sha256 = sha256_hex(screened.data)
+        plan.delivery = replace(d, warnings=(*d.warnings, *screened.notes()))
+    return screened.data
 
 
 def split_delivery(
@@ -659,6 +681,7 @@ def load_plan(
         profile=delivery.profile.name if delivery.profile else None,
         period_source=delivery.period_source if delivery.period else "data",
         source_system=delivery.source_system,
+        archive_sha256=plan.archive_sha256,
     )
     empty = dict(rows_total=0, rows_loaded=0, rows_quarantined=0)
     con.begin()
@@ -900,7 +923,7 @@ def archived_bytes(settings: Settings, plan: _Plan) -> bytes:
     a new delivery for the next run."""
     target = settings.warehouse_dir / plan.archive_path
     try:
-        return target.read_bytes()
+        return cipher_of(settings).read(target, settings.warehouse_dir)
     except FileNotFoundError:
         pass
     d = plan.delivery
@@ -1023,17 +1046,21 @@ def table_row_count(settings: Settings, table: str) -> int:
         return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
-def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
+def rebuild_raw_from_archive(settings: Settings, raw_db: Path | None = None) -> dict[str, int]:
     """Drop and recreate the export tables and the quarantine from the archived files.
 
     The manifest is the list to replay (active and superseded deliveries, in load order); it is
-    left as it is. Every archive file is checked against its hash before anything is dropped,
-    so a missing or altered archive aborts with the data untouched. Returns rows per export.
+    left as it is. Every archive file is checked against its hash (the delivered file's, or the
+    copy's an erasure wrote, `archive_sha256`) before anything is dropped, so a missing or
+    altered archive aborts with the data untouched. Returns rows per export. `raw_db`: another
+    raw file to rebuild (an erasure's staged copy), `settings.raw_db` by default.
     """
-    with db.connect(settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
+    cipher = cipher_of(settings)
+    with db.connect(raw_db or settings.raw_db, storage_version=db.CLI_STORAGE_VERSION) as con:
         ensure_raw_schema(con, vendor_names(load_profiles(settings.sources_dir)))
         plan = con.execute(
-            "SELECT file_id, export, file_name, archive_path, period, version, loaded_at, profile "
+            "SELECT file_id, export, file_name, archive_path, period, version, loaded_at, profile, "
+            "coalesce(archive_sha256, file_id) "
             "FROM manifest WHERE status IN ('active', 'superseded') "
             "ORDER BY export, period, version, file_name"
         ).fetchall()
@@ -1046,8 +1073,8 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                     f"archive copy of {file_name} ({archive_path}) is missing; the raw layer "
                     "was not changed. Restore the archive folder from backup before rebuilding."
                 )
-            data = path.read_bytes()
-            if sha256_hex(data) != file_id:
+            data = cipher.read(path, settings.warehouse_dir)
+            if sha256_hex(data) != row[8]:
                 raise ValueError(
                     f"archive copy of {file_name} ({archive_path}) does not match its sha256; "
                     "the raw layer was not changed. Restore the archive folder from backup."
@@ -1083,7 +1110,7 @@ def rebuild_raw_from_archive(settings: Settings) -> dict[str, int]:
                 for (row, _), parsed, error in typed_in_batches(mine, read, con):
                     if error is not None:
                         raise FileError(error)
-                    file_id, _, _, _, period, version, loaded_at, _ = row
+                    file_id, _, _, _, period, version, loaded_at, _, _ = row
                     _insert_rows(con, parsed, file_id, period, version, loaded_at)
             con.commit()
         except BaseException:

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS manifest (
     period_source VARCHAR,             -- where the period came from: file name, sources.yml, data
     source_system VARCHAR,             -- the tool that wrote it (profile vendor, talent-metrics)
     replaced_rows BIGINT,              -- rows of the deliveries it superseded on loading
-    replaced_files VARCHAR             -- their file names
+    replaced_files VARCHAR,            -- their file names
+    archive_sha256 VARCHAR             -- sha256 of the archive copy when an erasure rewrote it
 )
 """
 
@@ -52,6 +53,7 @@ MANIFEST_MIGRATIONS = (
     "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS source_system VARCHAR",
     "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS replaced_rows BIGINT",
     "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS replaced_files VARCHAR",
+    "ALTER TABLE manifest ADD COLUMN IF NOT EXISTS archive_sha256 VARCHAR",
 )
 
 QUARANTINE_DDL = """
