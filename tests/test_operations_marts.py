@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -37,6 +38,21 @@ def company(tmp_path_factory, dbt_manifest) -> tuple[Path, duckdb.DuckDBPyConnec
     con = duckdb.connect(str(settings.build_db), read_only=True)
     yield root / "sources", con
     con.close()
+
+
+@pytest.fixture(scope="module")
+def build_copy(company, tmp_path_factory) -> Path:
+    """A copy of the company's build file that a step may write into."""
+    sources, con = company
+    source_file = Path(
+        con.execute(
+            "select path from duckdb_databases() where database_name = current_database()"
+        ).fetchone()[0]
+    )
+    warehouse = tmp_path_factory.mktemp("ops_effect_wh")
+    (warehouse / "build").mkdir()
+    shutil.copyfile(source_file, warehouse / "build" / "talent.duckdb")
+    return warehouse
 
 
 def _elapsed_hours(text: str) -> float:
@@ -158,3 +174,37 @@ def test_operations_effects_hold_the_planted_values(company):
     assert effects.loc["lost_share_per_10_points", "finding"]
     commissioning = effects.loc["commissioning_time_ratio"]
     assert not commissioning["estimable"] and "capacity projects" in commissioning["data_needed"]
+
+
+def test_the_operations_step_writes_the_mart_and_its_restricted_twin(company, build_copy):
+    import dagster as dg
+
+    from pipelines.defs.effects import operations_statistics
+    from tests.conftest import talent_resources
+
+    result = dg.materialize(
+        [operations_statistics],
+        resources=talent_resources(sources_dir=company[0], warehouse_dir=build_copy),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    with duckdb.connect(str(build_copy / "build" / "talent.duckdb"), read_only=True) as con:
+        published = con.execute(
+            "select metric, estimable, estimate, naive_estimate, data_needed "
+            "from marts.operations_effect order by metric"
+        ).fetchall()
+        restricted = con.execute(
+            "select naive_estimate from restricted.operations_effect "
+            "where metric = 'commissioning_time_ratio'"
+        ).fetchone()
+    by_metric = {row[0]: row[1:] for row in published}
+    assert set(by_metric) == {
+        "change_failure_ratio",
+        "busy_share_per_10_points",
+        "lost_share_per_10_points",
+        "commissioning_time_ratio",
+    }
+    estimable, estimate, naive, needed = by_metric["commissioning_time_ratio"]
+    # not estimable: published without any figure, the naive one kept in the restricted twin
+    assert not estimable and estimate is None and naive is None and needed
+    assert restricted[0] is not None
