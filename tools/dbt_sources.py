@@ -108,7 +108,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     """(table, description, column descriptions) of every mart a Python asset writes."""
     from pipelines.lib import deliveries
     from pipelines.lib.careers.result import MART_DESCRIPTIONS
-    from pipelines.lib.effects import result
+    from pipelines.lib.effects import operations, result
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
 
     return (
@@ -118,6 +118,11 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
                 "certification_event_study",
                 result.EVENT_STUDY_TABLE,
                 result.EVENT_STUDY_DESCRIPTIONS,
+            ),
+            (
+                "operations_effect",
+                operations.OPERATIONS_EFFECT_TABLE,
+                operations.OPERATIONS_EFFECT_DESCRIPTIONS,
             ),
             ("source_deliveries", deliveries.DESCRIPTION, deliveries.COLUMNS),
         ]
@@ -142,7 +147,7 @@ def render_python_marts() -> str:
                 "name": "python_marts",
                 "description": "Marts written by the pipeline's Python assets into schema marts "
                 "of the build file after dbt (statistics: certification_effect, "
-                "certification_event_study, time_to_certify, programme_comparison, "
+                "certification_event_study, operations_effect, time_to_certify, programme_comparison, "
                 "programme_costs, time_in_level, promotion_effect; deliveries: source_deliveries; ROI: roi_*) and "
                 "published with the dbt marts.",
                 "schema": "marts",

@@ -251,8 +251,11 @@ def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResou
     if verdict.kept:
         yield from versions.kept_results(context, verdict, "inputs and code unchanged")
         return
-    from pipelines.lib.effects import result
-    from pipelines.lib.effects.operations import OPERATIONS_EFFECT_TABLE, operations_effects
+    from pipelines.lib.effects.operations import (
+        OPERATIONS_EFFECT_DESCRIPTIONS,
+        OPERATIONS_EFFECT_TABLE,
+        operations_effects,
+    )
 
     with db.connect(s.build_db, read_only=True) as con:
         frames = [con.execute(f"select * from {table}").df() for table in OPERATIONS_READS]
@@ -263,7 +266,7 @@ def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResou
             "operations_effect",
             effects,
             s.min_group_size,
-            (OPERATIONS_EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+            (OPERATIONS_EFFECT_TABLE, OPERATIONS_EFFECT_DESCRIPTIONS),
         )
     _log_effects(context, effects)
     yield dg.MaterializeResult(

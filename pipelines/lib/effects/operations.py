@@ -37,7 +37,13 @@ from pipelines.lib.effects.fit import (
     informative_rows,
     two_group_ratio,
 )
-from pipelines.lib.effects.result import Effect, effects_frame, shortfall, window_of
+from pipelines.lib.effects.result import (
+    EFFECT_DESCRIPTIONS,
+    Effect,
+    effects_frame,
+    shortfall,
+    window_of,
+)
 from pipelines.lib.small_groups import is_small, people_phrase
 
 METRICS = (
@@ -379,3 +385,18 @@ OPERATIONS_EFFECT_TABLE = (
     "columns and status rules of marts.certification_effect. Grain: one row per metric. Method: "
     "docs/statistics.md."
 )
+OPERATIONS_EFFECT_DESCRIPTIONS = {
+    **EFFECT_DESCRIPTIONS,
+    "metric": "change_failure_ratio, busy_share_per_10_points, lost_share_per_10_points or "
+    "commissioning_time_ratio",
+    "estimate": "change_failure_ratio and commissioning_time_ratio: ratio certified vs not (below "
+    "1 = fewer failed changes, faster commissioning); the shares: difference in the share of "
+    "available GPU-hours per 10 points of the team's certified share (0.02 = 2 points more); "
+    "NULL when not estimable",
+    "finding": "estimable and the interval excludes 1 (ratios) or 0 (share differences)",
+    "n_engineers": "engineers with changes both while certified and while not "
+    "(change_failure_ratio; 0 elsewhere); NULL when 1 to min_group_size - 1",
+    "n_events": "failed changes of those engineers, or capacity projects in production with "
+    "linked leads (commissioning_time_ratio); NULL when 1 to min_group_size - 1",
+    "n_cohorts": "0: no cohorts in these designs",
+}
