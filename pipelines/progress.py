@@ -24,7 +24,7 @@ STAGES = (
     ("checks", ("check", "suite", "quality", "freshness")),
     ("ingest", ("raw__",)),
     ("dbt", ("dbt",)),
-    ("statistics", ("certification_statistics", "stat", "programme_costs")),
+    ("statistics", ("certification_statistics", "operations_effect", "stat", "programme_costs")),
     ("roi", ("roi",)),
     ("publish", ("publish",)),
     ("report", ("report",)),

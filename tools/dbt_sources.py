@@ -108,7 +108,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     """(table, description, column descriptions) of every mart a Python asset writes."""
     from pipelines.lib import deliveries
     from pipelines.lib.careers.result import MART_DESCRIPTIONS
-    from pipelines.lib.effects import result
+    from pipelines.lib.effects import operations, result
     from pipelines.lib.plan import build as plan
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
 
@@ -119,6 +119,11 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
                 "certification_event_study",
                 result.EVENT_STUDY_TABLE,
                 result.EVENT_STUDY_DESCRIPTIONS,
+            ),
+            (
+                "operations_effect",
+                operations.OPERATIONS_EFFECT_TABLE,
+                operations.OPERATIONS_EFFECT_DESCRIPTIONS,
             ),
             ("source_deliveries", deliveries.DESCRIPTION, deliveries.COLUMNS),
         ]
@@ -147,8 +152,10 @@ def render_python_marts() -> str:
                 "name": "python_marts",
                 "description": "Marts written by the pipeline's Python assets into schema marts "
                 "of the build file after dbt (statistics: certification_effect, "
-                "certification_event_study, time_to_certify, programme_comparison, "
-                "programme_costs, time_in_level, promotion_effect; deliveries: source_deliveries; ROI: roi_*; plan: workforce_plan, workforce_plan_rates) and "
+                "certification_event_study, operations_effect, time_to_certify, "
+                "programme_comparison, programme_costs, time_in_level, promotion_effect; "
+                "deliveries: source_deliveries; ROI: roi_*; plan: workforce_plan, "
+                "workforce_plan_rates) and "
                 "published with the dbt marts.",
                 "schema": "marts",
                 "tables": tables,

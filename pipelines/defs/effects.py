@@ -219,6 +219,62 @@ def _estimate(s, panels):
     return result.published_effects(effects, s.min_group_size), study
 
 
+OPERATIONS_INPUT_KEYS = [
+    dg.AssetKey(["intermediate", "int_changes"]),
+    dg.AssetKey(["restricted", "cluster_utilisation"]),
+    dg.AssetKey(["restricted", "capacity_commissioning"]),
+]
+OPERATIONS_EFFECT_KEY = dg.AssetKey(["marts", "operations_effect"])
+OPERATIONS_READS = (
+    "intermediate.int_changes",
+    "restricted.cluster_utilisation",
+    "restricted.capacity_commissioning",
+)
+
+
+@dg.asset(
+    key=OPERATIONS_EFFECT_KEY,
+    group_name="statistics",
+    deps=OPERATIONS_INPUT_KEYS,
+    description="What a certified team changes in operations: change failure ratio within "
+    "engineer, busy and lost GPU-hour shares per 10 points of certified share (wild cluster "
+    "bootstrap), commissioning time ratio; the columns of marts.certification_effect.",
+    kinds={"python", "duckdb"},
+    code_version=CODE_VERSION,
+)
+def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Estimates the operations effects, unless their inputs, code and settings are those the
+    mart in the build file was estimated from (`versions.assess`)."""
+    s = talent.settings
+    exists = with_restricted_twins(versions.tables_in(s.build_db), ("operations_effect",))
+    verdict = versions.assess(context, exists=exists)
+    if verdict.kept:
+        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
+        return
+    from pipelines.lib.effects.operations import (
+        OPERATIONS_EFFECT_DESCRIPTIONS,
+        OPERATIONS_EFFECT_TABLE,
+        operations_effects,
+    )
+
+    with db.connect(s.build_db, read_only=True) as con:
+        frames = [con.execute(f"select * from {table}").df() for table in OPERATIONS_READS]
+    effects = operations_effects(*frames, min_group_size=s.min_group_size)
+    with db.connect(s.build_db) as con:
+        write_effect_mart(
+            con,
+            "operations_effect",
+            effects,
+            s.min_group_size,
+            (OPERATIONS_EFFECT_TABLE, OPERATIONS_EFFECT_DESCRIPTIONS),
+        )
+    _log_effects(context, effects)
+    yield dg.MaterializeResult(
+        asset_key=OPERATIONS_EFFECT_KEY,
+        metadata={**effect_metadata(effects), **verdict.because()},
+    )
+
+
 def _log_effects(context, effects) -> None:
     for row in effects.itertuples(index=False):
         context.log.info(

@@ -29,6 +29,7 @@ MART_KEYS = sorted(
             dbt.warehouse_dbt,
             deliveries.source_deliveries,
             effects.certification_statistics,
+            effects.operations_statistics,
             careers.programme_career_statistics,
             careers.programme_costs,
             roi.roi_tables,

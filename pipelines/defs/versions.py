@@ -65,6 +65,7 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
     ),
     "warehouse__dbt_docs": ("min_group_size", "scope_division", "source_precedence"),
     "certification_statistics": ("min_group_size",),
+    "marts__operations_effect": ("min_group_size",),
     "programme_career_statistics": ("min_group_size",),
     "marts__programme_costs": ("min_group_size", "assumptions"),
     "roi_tables": ("assumptions",),

@@ -47,6 +47,8 @@ GROUP_SIZE_COLUMNS = (
     "responders",
     "engagements",
     "holders_ever",
+    "leads",
+    "implementers",
 )
 # How long an example value of a text column is quoted in a refusal.
 EXAMPLE_CHARS = 160

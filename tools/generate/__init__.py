@@ -1,7 +1,8 @@
 """Synthetic company generator with planted ground truth (`python -m tools generate`).
 
 `generate_company` simulates one company month by month and writes a full, coherent export set
-(HRIS, LMS, incident tool, fleet inventory) exactly as `pipelines.lib.contracts` describes it,
+(HRIS, LMS, incident tool, fleet inventory; GPU usage, capacity projects and change requests
+as Slurm, DCGM/Grafana, Jira and ServiceNow write them) exactly as `pipelines.lib.contracts` describes it,
 plus `ground_truth.json` with the effects it planted, so the statistics can be checked against
 a known answer. Same arguments and seed give byte-identical files.
 """
@@ -19,10 +20,11 @@ import numpy as np
 from pipelines.lib.contracts import EXPORTS
 from tools.generate import reference as ref
 from tools.generate.model import PlantedModel
+from tools.generate.operations import OperationsModel, write_operations
 from tools.generate.simulate import INFRA, Simulation, month_starts
 from tools.generate.writer import DirtPlan, ExportWriter
 
-__all__ = ["PlantedModel", "default_dirt_plan", "generate_company"]
+__all__ = ["OperationsModel", "PlantedModel", "default_dirt_plan", "generate_company"]
 
 CERTIFIED_DEFINITION = (
     "holds at least one active certification on the date: issued_on <= date <= expires_on, "
@@ -178,14 +180,17 @@ def generate_company(
     model: PlantedModel | None = None,
     overwrite: bool = False,
     engineer_month_log: list | None = None,
+    operations: OperationsModel | None = None,
 ) -> dict:
-    """Write DIR/{hris,lms,incidents,fleet}/ and DIR/ground_truth.json; return a summary.
+    """Write DIR/{hris,lms,incidents,fleet,changes}/ and DIR/ground_truth.json; return a summary.
 
     ``dirt`` plants the harmless defects every real delivery has (duplicates, a corrected
     re-delivery, blanks, mixed-case e-mails, CRLF, BOMs); ``garbage_rows`` adds two unreadable
     lines to one incidents file for the quarantine to catch. ``engineer_month_log``, when a
     list, receives one tuple per infrastructure engineer and month (see
     ``Simulation.engineer_month_log``): the planted expected incident counts, for tests.
+    ``operations`` plants the GPU usage, capacity and change effects (see
+    ``tools.generate.operations``), written after the simulation from a stream of their own.
     """
     if employees < 50:
         raise ValueError(
@@ -215,6 +220,7 @@ def generate_company(
     )
     sim.engineer_month_log = engineer_month_log
     extra = sim.run()
+    ops = write_operations(out, sim, seed, operations or OperationsModel())
 
     p = sim.p
     n = p.n
@@ -252,6 +258,7 @@ def generate_company(
         "model": model.as_dict(),
         "model_notes": MODEL_NOTES,
         "fleet_index_by_month": extra["fleet_index_by_month"],
+        "operations": ops,
         "counts": {k: v for k, v in summary.items() if k != "files"},
         "dirt": writer.dirt,
     }

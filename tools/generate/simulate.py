@@ -174,6 +174,11 @@ class Simulation:
         # exam attempts as they are sat
         self.episode_log: list[dict] | None = None
         self.shock_until: dict[int, int] = {}
+        # read by the operations pass after the run (tools/generate/operations.py), recorded
+        # without drawing random numbers: (month index, cluster index) -> GPUs at month end, and
+        # -> (certified share of the team at month end, the team's engineers then)
+        self.fleet_log: dict[tuple[int, int], int] = {}
+        self.team_log: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
         self.t = 0
         self._end_of_data = datetime.combine(end, datetime.max.time())
         cumulative = np.cumsum(list(model.severity_probabilities.values())).tolist()
@@ -989,12 +994,13 @@ class Simulation:
 
     def fleet_month(self, t: int, first: date, me: int) -> float:
         total = 0.0
-        for c in self.clusters:
+        for ci, c in enumerate(self.clusters):
             if c.start_month > t:
                 continue
             if c.start_month < t:
                 c.gpus *= 1 + c.growth
             total += c.gpus
+            self.fleet_log[(t, ci)] = int(c.gpus)
             self.w.emit(
                 "gpu_fleet",
                 _d(me),
@@ -1212,6 +1218,7 @@ class Simulation:
             share = (
                 (sum(self.certified_on(i, me) for i in members) / len(members)) if members else 0.0
             )
+            self.team_log[(t, ci)] = (share, tuple(members))
             template = sum(x[1] for x in ref.TEAM_TEMPLATES[ref.fleet_size_class(int(c.gpus))])
             hours = (
                 m.contractor_hours_per_template_head
