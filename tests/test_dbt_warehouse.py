@@ -619,7 +619,10 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
     assert set(sources) == {
         "certification_effect",
         "certification_event_study",
+        "operations_effect",
         "source_deliveries",
+        "workforce_plan",
+        "workforce_plan_rates",
     } | set(COLUMN_COMMENTS) | set(MART_DESCRIPTIONS)
     effect = sources["certification_effect"]
     assert effect["description"] == result.EFFECT_TABLE

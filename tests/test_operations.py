@@ -287,11 +287,15 @@ def manifest_file_names(raw_db: Path) -> set[str]:
 
 
 def contract_files(sources: Path) -> set[str]:
+    """The delivered files: those named as the contract names them, and the operations exports
+    the generator writes as the tools write them (listed in its ground truth)."""
+    truth = json.loads((sources / "ground_truth.json").read_text())
+    vendor = {Path(f).name for f in truth["operations"]["files"]}
     return {
         p.name
         for folder in SOURCE_FOLDERS
         for p in (sources / folder).glob("*.csv")
-        if parse_file_name(p.name) is not None
+        if parse_file_name(p.name) is not None or p.name in vendor
     }
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from pipelines.commands.options import SOURCES, WAREHOUSE_DIR, resolved, settings_from_cli
+from pipelines.lib.plan import cases
 
 
 def _table(run) -> str:
@@ -58,6 +59,22 @@ def render(run, title: str) -> str:
     return "\n".join(lines)
 
 
+def render_case(run, case) -> str:
+    source = (
+        "the company's measured rates"
+        if any(r.measured for r in run.rates.all())
+        else ("the domain's figures (no warehouse)")
+    )
+    return "\n".join(
+        [
+            render(run, f"{case.title}: the planner with {source}"),
+            "",
+            f"The domain's own figures ({cases.SOURCE}): {case.domain}",
+            f"Assumed for the plan: {case.assumed}",
+        ]
+    )
+
+
 def command(
     fleet_plan: Path = typer.Option(
         None, "--fleet-plan", help="Fleet plan file (default: <sources>/plans/fleet_plan.csv)."
@@ -81,7 +98,7 @@ def command(
     """Plan hires and programme starts for the fleet plan at the least cost."""
     from pipelines.lib import db
     from pipelines.lib.plan.build import plan_from_warehouse
-    from pipelines.lib.plan.cases import CASES, plan_case, render_case
+    from pipelines.lib.plan.cases import CASES, plan_case
     from pipelines.lib.plan.fleet import PlanInputError, find_fleet_plan, read_fleet_plan
     from pipelines.lib.plan.optimise import PlanInfeasible
     from pipelines.lib.roi.assumptions import load_assumptions

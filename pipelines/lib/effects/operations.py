@@ -234,6 +234,9 @@ def share_per_10_points(util: pd.DataFrame, share: str, min_group_size: int) -> 
     )
     e.threats = SHARE_THREATS
     d = util[util[share].notna() & util["certified_share"].notna() & (util["engineers"] > 0)]
+    # the bootstrap draws one weight per cluster in the order the clusters come: one order,
+    # whatever order the warehouse returned the rows in, so a rerun gives the same interval
+    d = d.sort_values(["cluster", "month"], kind="stable").reset_index(drop=True)
     e.n_engineers = 0
     e.n_events = 0
     e.window = window_of(d["month"])
@@ -369,13 +372,23 @@ def operations_effects(
     projects: pd.DataFrame,
     min_group_size: int = 5,
 ) -> pd.DataFrame:
-    """One row per metric of ``METRICS`` (the columns of ``marts.certification_effect``)."""
-    effects = [
-        change_failure_ratio(changes, min_group_size),
-        share_per_10_points(utilisation, "busy_share", min_group_size),
-        share_per_10_points(utilisation, "lost_share", min_group_size),
-        commissioning_time_ratio(projects, min_group_size),
-    ]
+    """One row per metric of ``METRICS`` (the columns of ``marts.certification_effect``). On one
+    BLAS thread, as the other estimators: faster on a shared machine, and the same figures to
+    the last digit on every run (a multi-threaded reduction may add up in another order)."""
+    from pipelines.lib.effects.fit import single_threaded_blas
+
+    # one row order whatever order the warehouse returned: the fits add up in the same order
+    changes, utilisation, projects = (
+        f.sort_values(list(f.columns), kind="stable").reset_index(drop=True)
+        for f in (changes, utilisation, projects)
+    )
+    with single_threaded_blas():
+        effects = [
+            change_failure_ratio(changes, min_group_size),
+            share_per_10_points(utilisation, "busy_share", min_group_size),
+            share_per_10_points(utilisation, "lost_share", min_group_size),
+            commissioning_time_ratio(projects, min_group_size),
+        ]
     return effects_frame(effects)
 
 

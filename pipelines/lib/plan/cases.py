@@ -92,21 +92,3 @@ def plan_case(case: Case, con=None, assumptions: dict | None = None, **problem_k
     problem = Problem(layout, rates, idle0, demand.headcount, labels, **problem_kw)
     plan = solve(problem, closest=True)
     return PlanRun(plan, demand, rates, idle0.sum(2), as_of), case
-
-
-def render_case(run: PlanRun, case: Case) -> str:
-    from pipelines.commands.plan import render
-
-    source = (
-        "the company's measured rates"
-        if any(r.measured for r in run.rates.all())
-        else ("the domain's figures (no warehouse)")
-    )
-    return "\n".join(
-        [
-            render(run, f"{case.title}: the planner with {source}"),
-            "",
-            f"The domain's own figures ({SOURCE}): {case.domain}",
-            f"Assumed for the plan: {case.assumed}",
-        ]
-    )
