@@ -10,7 +10,7 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster
 SOURCES ?= sources/sample
 WAREHOUSE ?= warehouse
 
-.PHONY: help setup run test dev lint format bench bench-scale clean postgres postgres-stop test-targets test-spark test-companies
+.PHONY: help setup run test dev lint format bench bench-scale clean postgres postgres-stop test-targets test-spark test-companies test-privacy
 
 help:
 	@echo "make run    - set up and run the whole pipeline on $(SOURCES) into $(WAREHOUSE)/"
@@ -24,6 +24,7 @@ help:
 	@echo "make test-targets  - the pipeline on PostgreSQL and dbt on Spark, compared with DuckDB"
 	@echo "make test-spark    - only the Spark half of test-targets"
 	@echo "make test-companies - 22 generated companies, each run as the nightly and scanned for small groups"
+	@echo "make test-privacy  - erasure and retention proven on whole runs of the sample"
 
 $(UV):
 	@echo "uv not found: installing it from PyPI into .tools/"
@@ -109,6 +110,12 @@ test-spark: setup
 test-companies: setup
 	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest -m companies -n 2 --dist load -rA
+
+# Erasure and retention proven on whole runs of the sample: every byte searched after an
+# erasure, marts compared with a warehouse built without the person (tests/test_privacy.py)
+test-privacy: setup
+	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
+	$(UV) run pytest -m privacy -n 2 --dist loadfile
 
 clean:
 	rm -rf $(WAREHOUSE) dashboards/reports bench/scratch .pytest_cache dbt_project/target dbt_project/logs

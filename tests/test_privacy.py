@@ -31,7 +31,7 @@ from pipelines.lib.settings import Settings
 from tests.conftest import TEST_PSEUDONYM_KEY
 from tests.test_incremental import mart_fingerprints
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.privacy]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST, LAST = "Zephyrine", "Quillfeather"

@@ -20,7 +20,7 @@ from pipelines.lib import db
 PLAN_KEY = dg.AssetKey(["marts", "workforce_plan"])
 RATES_KEY = dg.AssetKey(["marts", "workforce_plan_rates"])
 PLAN_QUARTERS = 8
-TIME_LIMIT_SECONDS = 5.0  # HiGHS's search per solve in a pipeline run (the plan names its gap)
+TIME_LIMIT_SECONDS = 60.0  # a backstop: the node limit (optimise.Problem.node_limit) stops HiGHS first, so a plan does not depend on the machine's speed
 INPUT_KEYS = [
     dg.AssetKey(["restricted", "attrition"]),
     dg.AssetKey(["restricted", "level_progression"]),

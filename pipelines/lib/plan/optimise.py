@@ -44,6 +44,10 @@ class Problem:
     draws: int = 400
     seed: int = 0
     time_limit: float = 10.0  # seconds HiGHS may search; the plan names the gap it stopped at
+    # branch-and-bound nodes HiGHS may search: the limit that stops it first on ordinary plans,
+    # so that the same inputs give the same plan on a fast machine and a slow one (a time limit
+    # alone stops at whatever it reached); the time limit is the backstop
+    node_limit: int = 200
 
 
 @dataclass
@@ -138,7 +142,11 @@ def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
         constraints=cons,
         integrality=integrality,
         bounds=Bounds(lower, upper),
-        options={"time_limit": problem.time_limit, "mip_rel_gap": 1e-6},
+        options={
+            "time_limit": problem.time_limit,
+            "node_limit": problem.node_limit,
+            "mip_rel_gap": 1e-6,
+        },
     )
     if res.x is None:
         raise PlanInfeasible(f"the solver found no plan: {res.message}")
@@ -242,7 +250,8 @@ def solve(problem: Problem, closest: bool = False) -> Plan:
         )
     if gap > 1e-6:
         notes.append(
-            f"HiGHS stopped at its time limit ({problem.time_limit:.0f} s) with this plan; "
+            f"HiGHS stopped at its search limit ({problem.node_limit} nodes or "
+            f"{problem.time_limit:.0f} s) with this plan; "
             f"the cheapest possible is within {gap:.1%} of its objective"
         )
     return Plan(problem, x, expected, cost, prob, by_role, margin, short, gap, notes)
