@@ -581,11 +581,21 @@ def mirror_to_duckdb(dsn: str, build_db: Path, schemas: tuple[str, ...]) -> dict
                         for n, t in columns
                     )
                     types = "{" + ", ".join(f"'{n}': '{t}'" for n, t in read_types.items()) + "}"
+                    # an empty table gives an empty file, which DuckDB's CSV sniffer refuses
+                    source = (
+                        f"read_csv('{path}', header = false, columns = {types}, delim = ',', "
+                        "allow_quoted_nulls = false, quote = '\"', escape = '\"', "
+                        "new_line = '\\n')"
+                        if path.stat().st_size
+                        else "(select "
+                        + ", ".join(
+                            f"cast(null as {t}) as {_duck_quote(n)}" for n, t in read_types.items()
+                        )
+                        + " where false)"
+                    )
                     duck.execute(
                         f"create or replace table {_duck_quote(schema)}.{_duck_quote(table)} as "
-                        f"select {projection} from read_csv('{path}', header = false, "
-                        f"columns = {types}, allow_quoted_nulls = false, quote = '\"', "
-                        "escape = '\"', new_line = '\\n')"
+                        f"select {projection} from {source}"
                     )
                     copied[f"{schema}.{table}"] = duck.execute(
                         f"select count(*) from {_duck_quote(schema)}.{_duck_quote(table)}"
