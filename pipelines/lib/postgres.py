@@ -106,6 +106,10 @@ _DUCKDB_TO_PG = {
     "DATE": "date",
     "TIME": "time",
     "TIMESTAMP": "timestamp",
+    # pandas writes nanosecond timestamps (the Python marts); PostgreSQL keeps microseconds
+    "TIMESTAMP_NS": "timestamp",
+    "TIMESTAMP_MS": "timestamp",
+    "TIMESTAMP_S": "timestamp",
     "TIMESTAMP WITH TIME ZONE": "timestamptz",
     "INTERVAL": "interval",
     "UUID": "uuid",
