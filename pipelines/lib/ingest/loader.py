@@ -333,7 +333,7 @@ def _gives(profile: Profile, export: str, header, rel: str, found: Discovery) ->
     if absent:
         found.not_loaded[f"{rel} as {export}"] = (
             f"read as {profile.name}, but the header cannot give {export}: it lacks "
-            f"{'; '.join(absent)}; the file's other exports still load"
+            f"{'; '.join(absent)}; any other export this header can give still loads"
         )
         return False
     return True
