@@ -15,7 +15,6 @@ from pathlib import Path
 import typer
 
 from pipelines.commands.options import SOURCES, WAREHOUSE_DIR, resolved, settings_from_cli
-from pipelines.lib.plan import cases
 
 
 def _table(run) -> str:
@@ -60,6 +59,8 @@ def render(run, title: str) -> str:
 
 
 def render_case(run, case) -> str:
+    from pipelines.lib.plan.cases import SOURCE
+
     source = (
         "the company's measured rates"
         if any(r.measured for r in run.rates.all())
@@ -69,7 +70,7 @@ def render_case(run, case) -> str:
         [
             render(run, f"{case.title}: the planner with {source}"),
             "",
-            f"The domain's own figures ({cases.SOURCE}): {case.domain}",
+            f"The domain's own figures ({SOURCE}): {case.domain}",
             f"Assumed for the plan: {case.assumed}",
         ]
     )
