@@ -69,6 +69,15 @@ class RunOutcome:
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
+        lines = self._delivery_lines() + self._check_lines() + self._computed_lines()
+        lines += [f"warning: {w.kind} {w.name}: {_short(w.message)}" for w in self.warnings]
+        lines += [f"FAILED {f.kind} {f.name}: {f.message}" for f in self.failures]
+        if self.log_path:
+            lines.append(f"Full log: {self.log_path}")
+        return "\n".join(lines)
+
+    def _delivery_lines(self) -> list[str]:
+        """What was loaded, quarantined, warned about, delivered twice or not at all."""
         lines = []
         if self.loads:
             lines.append("Loaded:")
@@ -98,14 +107,18 @@ class RunOutcome:
         if self.missing_exports:
             lines.append("Not delivered (only employees is required):")
             lines += [f"  {e}: {why}" for e, why in self.missing_exports.items()]
-        checks = (
-            self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
-        )
+        return lines
+
+    def _check_lines(self) -> list[str]:
+        """How many checks were evaluated, passed, warned, failed or kept from an earlier run."""
+        lines = []
+        failed = sum(f.kind == "check" for f in self.failures)
+        checks = self.checks_passed + len(self.warnings) + failed
         stood = {c: run for c, run in self.checks_kept.items() if run != NOT_EVALUATED}
         if checks or self.checks_kept:
             lines.append(
                 f"Checks: {checks} evaluated, {self.checks_passed} passed, "
-                f"{len(self.warnings)} warned, {sum(f.kind == 'check' for f in self.failures)} failed"
+                f"{len(self.warnings)} warned, {failed} failed"
                 + (
                     f"; {len(stood)} not evaluated again, their data unchanged: "
                     f"the evaluation of {_by_run(stood)} stands"
@@ -127,14 +140,18 @@ class RunOutcome:
                 f"from an earlier one; {', '.join(steps)} went ahead without it. Its step's "
                 "messages are in the full log."
             )
-        computed = [m for m in self.materialized if m not in self.kept]
-        marts = sum(m.startswith("marts/") for m in computed)
-        lines.append(
-            f"{len(computed)} assets computed ({marts} marts) in "
-            f"{self.wall_seconds:.0f} s, run {self.run_id}"
-        )
+        return lines
+
+    def _computed_lines(self) -> list[str]:
+        """What the run computed and why, and what it kept from earlier runs."""
         from pipelines.defs.versions import NEVER_COMPUTED
 
+        computed = [m for m in self.materialized if m not in self.kept]
+        marts = sum(m.startswith("marts/") for m in computed)
+        lines = [
+            f"{len(computed)} assets computed ({marts} marts) in "
+            f"{self.wall_seconds:.0f} s, run {self.run_id}"
+        ]
         if self.because and set(self.because.values()) == {NEVER_COMPUTED}:
             lines.append("Computed because: never computed before (a new warehouse)")
         elif self.because:
@@ -154,13 +171,7 @@ class RunOutcome:
                 f"Kept {len(self.kept)}, code and inputs unchanged since {_by_run(self.kept)} "
                 f"computed them: {kept}"
             )
-        for w in self.warnings:
-            lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
-        for f in self.failures:
-            lines.append(f"FAILED {f.kind} {f.name}: {f.message}")
-        if self.log_path:
-            lines.append(f"Full log: {self.log_path}")
-        return "\n".join(lines)
+        return lines
 
 
 def _by_run(items: dict[str, str]) -> str:
