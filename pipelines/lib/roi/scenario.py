@@ -26,7 +26,14 @@ from pipelines.lib.roi.assumptions import (
     base_params,
     load_assumptions,
 )
-from pipelines.lib.roi.model import LINE_ITEMS, Params, floor_percent, sensitivity, totals
+from pipelines.lib.roi.model import (
+    LINE_ITEMS,
+    Params,
+    active_inputs,
+    floor_percent,
+    sensitivity,
+    totals,
+)
 
 # quantity -> what it means; all default to 0 when a scenario leaves them out
 QUANTITIES: dict[str, str] = {
@@ -42,6 +49,8 @@ QUANTITIES: dict[str, str] = {
     "contractor_hours_replaced": "contractor hours a year the trained engineers take over",
     "baseline_voluntary_exits": "voluntary exits a year among the trained engineers, expected without certification",
     "fleet_gpus": "GPUs in the fleet",
+    "gpus_deployed": "GPUs brought into production in the year, priced once for faster "
+    "deployment; default fleet_gpus (a first-year deployment of the whole fleet)",
     "certified_share_of_team": "share (0-1) of the infrastructure team certified; default 1 = the whole team",
 }
 # quantities whose absence means something other than 0
@@ -114,6 +123,13 @@ def load_scenario(path: Path | str, assumptions_path: Path | str | None = None) 
             )
             raise RoiInputError(f"{path}: unknown quantity '{name}'; {hint}")
         quantities[name] = _quantity(name, spec, str(path))
+    if "gpus_deployed" not in quantities and "fleet_gpus" in quantities:
+        quantities["gpus_deployed"] = Quantity(
+            "gpus_deployed",
+            quantities["fleet_gpus"].value,
+            "assumed",
+            "not given: the whole fleet, deployed in the first year",
+        )
     for name in QUANTITIES:
         quantities.setdefault(name, Quantity(name, QUANTITY_DEFAULTS.get(name, 0.0), "not given"))
     share = quantities["certified_share_of_team"].value
@@ -172,13 +188,15 @@ def scenario_drivers(quantities: Mapping[str, float], p: Params) -> pl.LazyFrame
                 q["baseline_voluntary_exits"] * p["attrition_hazard_ratio"]
             ],
             "certified_fleet_gpu_years": [q["fleet_gpus"] * q["certified_share_of_team"]],
+            "certified_gpus_deployed": [q["gpus_deployed"] * q["certified_share_of_team"]],
         }
     )
 
 
 def _inputs_text(li, drivers_row: Mapping[str, float], p: Params) -> str:
-    parts = [f"{d}={drivers_row[d]:,.6g}" for d in li.drivers]
-    parts += [f"{name}={p[name]:,.6g}" for name in li.params]
+    drivers, params = active_inputs(li, p)
+    parts = [f"{d}={drivers_row[d]:,.6g}" for d in drivers]
+    parts += [f"{name}={p[name]:,.6g}" for name in params]
     return "; ".join(parts)
 
 

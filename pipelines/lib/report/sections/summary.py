@@ -22,8 +22,17 @@ from pipelines.lib.report.benchmarks import Benchmark
 from pipelines.lib.report.fmt import fig, money, num, pct, pts, roi_pct, sentence, signed, usd
 from pipelines.lib.report.sections.effects import EFFECT_TEXT, Effect, effect_plain, effect_status
 from pipelines.lib.report.sections.facts import Facts
-from pipelines.lib.report.sections.roi import VERDICT, RoiFacts, payback_text
-from pipelines.lib.roi.assumptions import Target
+from pipelines.lib.report.sections.roi import (
+    ASSUMPTION_LABELS,
+    VERDICT,
+    VERDICT_SHORT,
+    RoiFacts,
+    payback_text,
+    unit_value,
+)
+from pipelines.lib.roi.assumptions import Target, base_params
+from pipelines.lib.roi.evidence import Component, line_prices
+from pipelines.lib.roi.model import HOURS_PER_YEAR
 
 # --- the verdict ------------------------------------------------------------------------------
 
@@ -60,8 +69,8 @@ def verdict(r: RoiFacts) -> Markup:
             else "",
         )
     text = sentence(
-        "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned, measured "
-        "here, on {inv} invested, a net return of {roi}{rng}; it {payback}.",
+        "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned on {inv} "
+        "invested, a net return of {roi}{rng}; it {payback}. The return counted is {made}.",
         verdict=VERDICT[r.verdict],
         w=r.year_label,
         ret=fig("roi-counted", usd(h.counted)),
@@ -69,7 +78,9 @@ def verdict(r: RoiFacts) -> Markup:
         roi=fig("roi-net", roi_pct(h.net_roi)),
         rng=rng,
         payback=payback_text(h),
+        made=Markup("; ").join(multiplied(c, r) for c in h.of("measured")),
     )
+    text += flips(r)
     left_out = [(h.total("not_shown"), "on effects not distinguishable from none"),
                 (h.total("assumed"), "on assumptions")]  # fmt: skip
     left_out = [(v, w) for v, w in left_out if v]
@@ -88,16 +99,92 @@ def verdict(r: RoiFacts) -> Markup:
     return text
 
 
+# what each price is per, as page 1 names it
+PRICE_UNITS = {
+    "replacement_cost_usd_per_exit": "per voluntary exit",
+    "downtime_cost_usd_per_gpu_hour": "per GPU-hour of downtime",
+    "contractor_rate_usd_per_hour": "per contractor hour",
+    "employee_rate_usd_per_hour": "per employee hour",
+    "faster_deployment_usd_per_gpu": "per GPU deployed",
+}
+
+
+def price_text(name: str, r: RoiFacts) -> str:
+    """`$150,000 per voluntary exit`; the fleet's cost per GPU-year prices GPU-hours."""
+    a = r.assumptions.get(name)
+    if a is None:
+        return name
+    if name == "fleet_cost_usd_per_gpu_year":
+        return f"${a.base / HOURS_PER_YEAR:,.2f} per GPU-hour of capacity"
+    return f"{usd(a.base)} {PRICE_UNITS.get(name, 'per unit')}"
+
+
+def multiplied(c: Component, r: RoiFacts) -> Markup:
+    """`$2,230,327 less attrition: measured effect × assumed price of $150,000 per exit`."""
+    names = line_prices(c.item, base_params(r.assumptions))
+    return sentence(
+        "{v} {label}: measured effect × {ev} price of {p}",
+        v=usd(c.amount or 0.0),
+        label=c.label.lower(),
+        ev=c.price_evidence,
+        p=" and ".join(price_text(n, r) for n in names),
+    )
+
+
+def flips(r: RoiFacts) -> Markup:
+    """The verdict at both ends of every assumed price whose range changes it."""
+    h = r.year
+    assert h is not None
+    turn = [
+        s
+        for s in r.swings
+        if s.kind == "assumption" and {s.verdict_at_low, s.verdict_at_high} != {h.verdict}
+    ]
+    if not turn:
+        return sentence(" No assumed price changes the verdict across its range.")
+    return Markup(" ").join(
+        sentence(
+            " At the ends of the assumed {name} the verdict changes: at {lo} the net return is "
+            "{rlo} ({vlo}); at {hi}, {rhi} ({vhi}).",
+            name=ASSUMPTION_LABELS.get(s.name, s.name).lower(),
+            lo=unit_value(r.assumptions[s.name], s.low_value),
+            rlo=roi_pct(s.roi_at_low),
+            vlo=VERDICT_SHORT[s.verdict_at_low],
+            hi=unit_value(r.assumptions[s.name], s.high_value),
+            rhi=roi_pct(s.roi_at_high),
+            vhi=VERDICT_SHORT[s.verdict_at_high],
+        )
+        for s in turn
+    )
+
+
+def assumed_lines(r: RoiFacts) -> Markup:
+    """Money resting on assumptions, as text (never a bar): how much, and how to measure it."""
+    h = r.year
+    if h is None or not h.of("assumed"):
+        return Markup("")
+    return Markup(" ").join(
+        sentence(
+            "Not counted, assumed: {label}, {v} ({why}).",
+            label=c.label,
+            v=usd(c.amount or 0.0),
+            why=c.why,
+        )
+        for c in h.of("assumed")
+        if c.amount
+    )
+
+
 def return_chart(r: RoiFacts) -> charts.Chart | None:
     """The last 12 months' return by component, one row per strength of evidence."""
     h = r.year
     if h is None:
         return None
+    # money resting on assumptions is never a bar: it is the caption's text
     rows = {
         "invested": "Invested",
         "measured": "Measured here: counted",
         "not_shown": "Not distinguishable from none",
-        "assumed": "Assumed: not counted",
     }
     segments = [charts.Segment(rows["invested"], "_investment", h.investment, "invested")]
     totals = {"invested": h.investment}
@@ -116,13 +203,14 @@ def return_chart(r: RoiFacts) -> charts.Chart | None:
         segments,
         title=f"Return of the last 12 months by strength of evidence ({r.year_label})",
         alt=f"Stacked bar chart: investment of the last 12 months, {money(h.investment)}, "
-        f"against the return measured here, {money(h.counted)}, and the returns not counted: "
-        f"{money(h.total('not_shown'))} resting on effects not distinguishable from none and "
-        f"{money(h.total('assumed'))} resting on assumptions; each split by component.",
+        f"against the return measured here, {money(h.counted)}, and the return not counted "
+        f"that rests on effects not distinguishable from none, "
+        f"{money(h.total('not_shown'))}; each split by component. Returns resting on "
+        "assumptions are listed below the chart, not drawn.",
         row_totals=labels,
         cap=cap,
     )
-    return charts.Chart("roi-components", svg)
+    return charts.Chart("roi-components", svg, assumed_lines(r))
 
 
 # --- effects in words -------------------------------------------------------------------------
@@ -136,6 +224,16 @@ def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
     counted = [c for c in parts if c.evidence == "measured"]
     if e.status != "shown" or not counted:
         return "not counted"
+    # a line resting on several effects (less downtime: fewer incidents and faster restore) is
+    # one amount: printed on the row of its first effect, named on the others
+    first = [c for c in counted if c.rests_on[0] == e.metric]
+    if not first:
+        return sentence(
+            "counted once, with {other}: {what}",
+            other=EFFECT_TEXT.get(counted[0].rests_on[0], (counted[0].rests_on[0],))[0].lower(),
+            what=", ".join(c.label.lower() for c in counted),
+        )
+    counted = first
     text = sentence(
         "counted: {v} ({what})",
         v=usd(sum(c.amount or 0.0 for c in counted)),
