@@ -34,7 +34,12 @@ from pipelines.lib.report.sections.base import Section, Table, table
 from pipelines.lib.report.sections.composition import CompositionFacts
 from pipelines.lib.report.sections.coverage import CoverageFacts
 from pipelines.lib.report.sections.expiring import ExpiringFacts
-from pipelines.lib.report.sections.roi import RoiFacts
+from pipelines.lib.report.sections.roi import (
+    PER_CERTIFICATION_DEFINITION,
+    PER_CERTIFICATION_LABEL,
+    RoiFacts,
+    investment_per_certification,
+)
 from pipelines.lib.report.suppression import suppression_mask
 
 SIZE_ORDER = ("large", "medium", "small")
@@ -160,8 +165,7 @@ def actions_facts(
     if year is not None:
         f.investment_12m = year.investment
     if year is not None and coverage is not None:
-        if coverage.passes_12m:
-            f.per_certification = year.investment / coverage.passes_12m
+        f.per_certification = investment_per_certification(roi, coverage.passes_12m)
         if coverage.certified_12m:
             f.per_engineer = year.counted / coverage.certified_12m
     per_attempt = roi.exam_spend_per_attempt
@@ -358,11 +362,13 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
     )
     per = (
         sentence(
-            "A certification costs about {c} (the last 12 months' ROI investment per exam "
-            "passed in them); the measured return per certified engineer is about {r} a year "
+            "A certification costs about {c} ({label}: {definition}); the measured return per "
+            "certified engineer is about {r} a year "
             "(the return counted over the last 12 months ÷ the certified engineers on average "
             "over them). ",
             c=usd(f.per_certification),
+            label=PER_CERTIFICATION_LABEL.lower(),
+            definition=PER_CERTIFICATION_DEFINITION,
             r=usd(f.per_engineer),
         )
         if f.per_certification is not None and f.per_engineer is not None

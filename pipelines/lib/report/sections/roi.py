@@ -807,6 +807,25 @@ def roi_section(
     return section, facts
 
 
+# One cost per certification, defined here and used wherever the report prices certifications
+# (the composition's gaps, the recommended actions). The programme section's "cost per
+# certification" of each programme is a different figure (that programme's own fees and time
+# over the certifications earned through it), and is labelled as such there.
+PER_CERTIFICATION_LABEL = "ROI investment per certification earned"
+PER_CERTIFICATION_DEFINITION = (
+    "the last 12 months' ROI investment (fees of every programme, exam materials, labs, "
+    "engineers' and seniors' time) ÷ the certifications earned in them; not a programme's own "
+    "cost per certification, which counts only that programme's fees and time"
+)
+
+
+def investment_per_certification(r: RoiFacts | None, passes: float | None) -> float | None:
+    """The report's one cost per certification (`PER_CERTIFICATION_DEFINITION`)."""
+    if r is None or r.year is None or not passes:
+        return None
+    return r.year.investment / passes
+
+
 def payback_text(h: Headline) -> str:
     m = h.payback_months
     if m is None or math.isinf(m):
