@@ -327,6 +327,21 @@ def _roi_range(h: Headline) -> str:
     return f"{roi_pct(h.net_roi_low)} to {roi_pct(h.net_roi_high)}"
 
 
+# the operations effects' names where the effects module has none (it words the certification
+# effects of marts.certification_effect)
+OPERATIONS_LABELS = {
+    "commissioning_time_ratio": "Commissioning time (delivery to production)",
+    "lost_share_per_10_points": "Lost GPU-hours (failed jobs)",
+}
+
+
+def effect_label(metric: str) -> str:
+    """The outcome an effect is about, as every ROI table and caption names it."""
+    if metric in EFFECT_TEXT:
+        return EFFECT_TEXT[metric][0]
+    return OPERATIONS_LABELS.get(metric, nice(metric))
+
+
 def evidence_cell(c: Component) -> Markup:
     """The evidence of a component in the words of the effects it rests on, tagged per effect."""
     if c.evidence == "assumed":
@@ -338,7 +353,7 @@ def evidence_cell(c: Component) -> Markup:
     tags = Markup(", ").join(
         sentence(
             "{label} {tag}",
-            label=EFFECT_TEXT.get(m, (nice(m),))[0].lower(),
+            label=effect_label(m).lower(),
             tag=status_tag(m, status, EVIDENCE_WORDS),
         )
         for m in metrics
@@ -576,7 +591,7 @@ def _effect_rows(f: RoiFacts, effects: dict[str, Effect]) -> list[InputRow]:
         value = estimate_text(e) if e.estimable else Markup("–")
         rows.append(
             InputRow(
-                f"Effect of certification: {e.label.lower()} ({unit})",
+                f"Effect of certification: {effect_label(m).lower()} ({unit})",
                 value,
                 "",
                 sentence(
@@ -683,8 +698,8 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
     if stat:
         rows = [
             (
-                EFFECT_TEXT[s.name][0] + " (95 % interval)"
-                if s.name in EFFECT_TEXT
+                effect_label(s.name) + " (95 % interval)"
+                if s.name in ALL_EFFECTS
                 else "all measured effects together",
                 s.roi_at_low,
                 s.roi_at_high,
@@ -696,7 +711,7 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
             sentence(
                 "{label} ({status}): at the ends of its 95 % interval the net return is {lo} "
                 "({vlo}) and {hi} ({vhi}).",
-                label=EFFECT_TEXT[s.name][0],
+                label=effect_label(s.name),
                 status=status_tag(s.name, "shown"),
                 lo=roi_pct(s.roi_at_low),
                 vlo=VERDICT_SHORT[s.verdict_at_low],
@@ -704,7 +719,7 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
                 vhi=VERDICT_SHORT[s.verdict_at_high],
             )
             for s in stat
-            if s.name in EFFECT_TEXT
+            if s.name in ALL_EFFECTS
         )
         out.append(
             charts.Chart(

@@ -27,6 +27,7 @@ from pipelines.lib.report.sections.roi import (
     VERDICT,
     VERDICT_SHORT,
     RoiFacts,
+    effect_label,
     payback_text,
     unit_value,
 )
@@ -230,7 +231,7 @@ def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
     if not first:
         return sentence(
             "counted once, with {other}: {what}",
-            other=EFFECT_TEXT.get(counted[0].rests_on[0], (counted[0].rests_on[0],))[0].lower(),
+            other=effect_label(counted[0].rests_on[0]).lower(),
             what=", ".join(c.label.lower() for c in counted),
         )
     counted = first
