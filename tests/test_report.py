@@ -643,10 +643,16 @@ def test_roi_table_counts_only_returns_on_shown_effects(report):
     assert downtime[0].startswith("incidents measured here, time to restore measured here")
     assert downtime[1] == _usd(COUNTED_12M)
     assert roi["Attrition cost avoided"][:2] == [
-        "voluntary attrition estimated, not distinguishable from no effect",
+        "voluntary attrition estimated, not distinguishable from no effect; price assumed",
         _usd(NOT_SHOWN_12M),
     ]
-    assert roi["Efficiency improvements"][0] == "assumed: a value per GPU-year"
+    # the fixture has no operations exports: efficiency keeps its stated value and names the
+    # export that would measure it
+    assert roi["Efficiency improvements"][0].startswith(
+        "assumed: a stated share of the fleet's cost per certified GPU-year; fewer lost "
+        "GPU-hours not measured (no rows in marts.operations_effect); the gpu_usage export"
+    )
+    assert roi["Efficiency improvements"][0].endswith("; price assumed")
     assert roi["Investment"][1] == _usd(INVESTED_12M)
     assert roi["Return counted: measured here"][1].startswith(_usd(COUNTED_12M))
 

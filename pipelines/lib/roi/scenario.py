@@ -204,19 +204,9 @@ def _fmt_ratio(x: float | None) -> str:
     return "n/a (nothing invested)" if x is None else f"{x:.4f}"
 
 
-def run_scenario(scenario: Scenario) -> dict[str, Any]:
-    """Price the scenario: line items, totals, both ROI figures and the sensitivity table.
-
-    Returns plain data (numbers, strings, lists) so the CLI can print it or dump it as JSON."""
-    qvalues = {n: q.value for n, q in scenario.quantities.items()}
-    params = base_params(scenario.assumptions)
-    drivers = scenario_drivers(qvalues, params)
-    result = totals(drivers, params)
-    drow = drivers.collect().row(0, named=True)
-
-    def roi_for(p: Params) -> float | None:
-        return totals(scenario_drivers(qvalues, p), p)["net_roi"]
-
+def _sensitivity_ranges(scenario: Scenario) -> tuple[dict, dict]:
+    """The scenario's assumptions the tornado moves (low, base, high), and the joint move of the
+    two incident ratios."""
     used = {q for li in LINE_ITEMS for q in li.params} | {
         "course_fee_usd_per_participant",
         "bootcamp_fee_usd_per_participant",
@@ -237,9 +227,11 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
             "mttr_ratio": (mttr.low, mttr.high),
         }
     }
-    sens = sensitivity(roi_for, ranges, params, joint)
+    return ranges, joint
 
-    items = [
+
+def _items(result: Mapping[str, Any], drow: Mapping[str, float], params: Params) -> list[dict]:
+    return [
         {
             "category": li.category,
             "item": li.item,
@@ -250,6 +242,25 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         }
         for li in LINE_ITEMS
     ]
+
+
+def run_scenario(scenario: Scenario) -> dict[str, Any]:
+    """Price the scenario: line items, totals, both ROI figures and the sensitivity table.
+
+    Returns plain data (numbers, strings, lists) so the CLI can print it or dump it as JSON."""
+    qvalues = {n: q.value for n, q in scenario.quantities.items()}
+    params = base_params(scenario.assumptions)
+    drivers = scenario_drivers(qvalues, params)
+    result = totals(drivers, params)
+    drow = drivers.collect().row(0, named=True)
+
+    def roi_for(p: Params) -> float | None:
+        return totals(scenario_drivers(qvalues, p), p)["net_roi"]
+
+    ranges, joint = _sensitivity_ranges(scenario)
+    sens = sensitivity(roi_for, ranges, params, joint)
+
+    items = _items(result, drow, params)
     net, gross = result["net_roi"], result["gross_return_multiple"]
     return {
         "scenario": scenario.name,

@@ -367,7 +367,7 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
             "(the return counted over the last 12 months ÷ the certified engineers on average "
             "over them). ",
             c=usd(f.per_certification),
-            label=PER_CERTIFICATION_LABEL.lower(),
+            label=PER_CERTIFICATION_LABEL,
             definition=PER_CERTIFICATION_DEFINITION,
             r=usd(f.per_engineer),
         )

@@ -104,7 +104,7 @@ def _composition(b: Build):
         basis = CostBasis(
             basis.salary,
             per,
-            f"{usd(per)}, this company's {PER_CERTIFICATION_LABEL.lower()} "
+            f"{usd(per)}, this company's {PER_CERTIFICATION_LABEL} "
             f"({PER_CERTIFICATION_DEFINITION})",
         )
     return composition_section(b.marts, b.q, b.thr, basis)

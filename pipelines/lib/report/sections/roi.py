@@ -342,6 +342,11 @@ def effect_label(metric: str) -> str:
     return OPERATIONS_LABELS.get(metric, nice(metric))
 
 
+def lower_first(text: str) -> str:
+    """`Lost GPU-hours` -> `lost GPU-hours`: a label inside a sentence keeps its acronyms."""
+    return text[:1].lower() + text[1:]
+
+
 def evidence_cell(c: Component) -> Markup:
     """The evidence of a component in the words of the effects it rests on, tagged per effect."""
     if c.evidence == "assumed":
@@ -353,7 +358,7 @@ def evidence_cell(c: Component) -> Markup:
     tags = Markup(", ").join(
         sentence(
             "{label} {tag}",
-            label=effect_label(m).lower(),
+            label=lower_first(effect_label(m)),
             tag=status_tag(m, status, EVIDENCE_WORDS),
         )
         for m in metrics
@@ -591,7 +596,7 @@ def _effect_rows(f: RoiFacts, effects: dict[str, Effect]) -> list[InputRow]:
         value = estimate_text(e) if e.estimable else Markup("–")
         rows.append(
             InputRow(
-                f"Effect of certification: {effect_label(m).lower()} ({unit})",
+                f"Effect of certification: {lower_first(effect_label(m))} ({unit})",
                 value,
                 "",
                 sentence(
@@ -738,6 +743,12 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
                 caption,
             )
         )
+    return out + _assumption_chart(f, year)
+
+
+def _assumption_chart(f: RoiFacts, year: Headline) -> list[charts.Chart]:
+    """The tornado of the assumptions, with the verdict at the ends of those that flip it."""
+    out = []
     assume = [s for s in f.swings if s.kind == "assumption"][:8]
     if assume:
         rows = [(ASSUMPTION_LABELS.get(s.name, nice(s.name)), s.roi_at_low, s.roi_at_high)

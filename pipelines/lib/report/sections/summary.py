@@ -28,6 +28,7 @@ from pipelines.lib.report.sections.roi import (
     VERDICT_SHORT,
     RoiFacts,
     effect_label,
+    lower_first,
     payback_text,
     unit_value,
 )
@@ -231,7 +232,7 @@ def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
     if not first:
         return sentence(
             "counted once, with {other}: {what}",
-            other=effect_label(counted[0].rests_on[0]).lower(),
+            other=lower_first(effect_label(counted[0].rests_on[0])),
             what=", ".join(c.label.lower() for c in counted),
         )
     counted = first
