@@ -650,7 +650,7 @@ def test_roi_table_counts_only_returns_on_shown_effects(report):
     # export that would measure it
     assert roi["Efficiency improvements"][0].startswith(
         "assumed: a stated share of the fleet's cost per certified GPU-year; fewer lost "
-        "GPU-hours not measured (no rows in marts.operations_effect); the gpu_usage export"
+        "GPU-hours not measured (no row in marts.operations_effect); the gpu_usage export"
     )
     assert roi["Efficiency improvements"][0].endswith("; price assumed")
     assert roi["Investment"][1] == _usd(INVESTED_12M)
@@ -667,7 +667,14 @@ def test_investment_reconciles_with_the_training_spend(report):
 
 def test_every_roi_input_names_its_source(report):
     rows = _table_rows(report["text"], "roi-inputs")
-    sources = {k: v[-1] for k, v in rows.items() if k != "Input"}
+    cells = {k: v[-1] for k, v in rows.items() if k != "Input"}
+    # each source is preceded by the evidence of the input: measured (this company's data) or
+    # assumed (the assumptions file)
+    evidence = {k: v.split(": ", 1)[0] for k, v in cells.items()}
+    sources = {k: v.split(": ", 1)[1] for k, v in cells.items()}
+    assert evidence["Replacement cost per voluntary exit"] == "assumed"
+    assert evidence["Downtime in certified engineers' incidents"] == "measured"
+    assert evidence["Effect of certification: incidents (ratio)"] == "measured"
     assert sources["Replacement cost per voluntary exit"].startswith(
         "published studies: Gallup (2019); Boushey and Glynn (2012); they support 21 %"
     )
@@ -680,7 +687,8 @@ def test_every_roi_input_names_its_source(report):
     )
     for name, source in sources.items():
         assert source.startswith(("this company's data", "domain document", "published studies",
-                                  "estimate")), (name, source)  # fmt: skip
+                                  "estimate", "fleet cost per GPU-year")), (name, source)  # fmt: skip
+        assert evidence[name] == ("measured" if source.startswith("this company") else "assumed")
 
 
 def test_event_study_leaves_out_months_with_few_engineers(report):

@@ -57,13 +57,10 @@ ASSUMED_ITEMS = ("contractor_cost_avoided", "efficiency", "faster_deployment")
 # the export that measures each operations effect (sources/README.md), for the line that stays
 # assumed without it
 MEASURED_BY = {
-    "commissioning_time_ratio": "the capacity_changes export (Jira epics or ServiceNow change "
-    "requests of each expansion: GPUs added, hardware delivered, accepted into production, who "
-    "led it), over enough expansions for marts.operations_effect to estimate the commissioning "
-    "time ratio",
-    "lost_share_per_10_points": "the gpu_usage export (Slurm sacct job accounting or DCGM "
-    "telemetry per cluster), over enough clusters and months for marts.operations_effect to "
-    "estimate the lost share per 10 points of certified team",
+    "commissioning_time_ratio": "the capacity_changes export (expansions and who led them), "
+    "over enough expansions, would measure it",
+    "lost_share_per_10_points": "the gpu_usage export (Slurm or DCGM per cluster), over enough "
+    "clusters and months, would measure it",
 }
 # the assumptions that price each return (the "price" a measured or assumed effect is
 # multiplied by); their evidence is the line's price evidence
@@ -214,13 +211,13 @@ def _assumed_part(li, amount: float, params: Params, effects, prices: str) -> Co
         m = OPERATIONS_ITEMS[li.item][0]
         e = effects.get(m)
         state = (
-            f"not estimable ({e.reason})"
+            "not estimable (marts.operations_effect)"
             if e is not None and not e.estimable
-            else "not measured (no rows in marts.operations_effect)"
+            else "not measured (no row in marts.operations_effect)"
             if e is None
             else "not used"
         )
-        why = f"{why}; {EFFECT_PART[m]} {state}; {MEASURED_BY[m]} would measure it"
+        why = f"{why}; {EFFECT_PART[m]} {state}; {MEASURED_BY[m]}"
     return Component(li.item, li.label, "assumed", (), amount, why=why, price_evidence=prices)
 
 

@@ -679,8 +679,8 @@ def _inputs_table(f: RoiFacts) -> Table:
 
     return table(
         "Inputs of the ROI and where each comes from",
-        ["Input", f"Value: last 12 months ({f.year_label})", "Evidence", "Source"],
-        [[r.name, value(r), r.evidence, r.source] for r in f.inputs],
+        ["Input", f"Value: last 12 months ({f.year_label})", "Evidence: source"],
+        [[r.name, value(r), sentence("{e}: {s}", e=r.evidence, s=r.source)] for r in f.inputs],
         key="roi-inputs",
         scope="inputs",
         note="Assumed values show their range (low–high) in brackets; the sensitivity charts "

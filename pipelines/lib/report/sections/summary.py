@@ -72,7 +72,7 @@ def verdict(r: RoiFacts) -> Markup:
         )
     text = sentence(
         "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned on {inv} "
-        "invested, a net return of {roi}{rng}; it {payback}. The return counted is {made}.",
+        "invested, a net return of {roi}{rng}; it {payback}. Counted: {made}.",
         verdict=VERDICT[r.verdict],
         w=r.year_label,
         ret=fig("roi-counted", usd(h.counted)),
@@ -83,21 +83,12 @@ def verdict(r: RoiFacts) -> Markup:
         made=Markup("; ").join(multiplied(c, r) for c in h.of("measured")),
     )
     text += flips(r)
-    left_out = [(h.total("not_shown"), "on effects not distinguishable from none"),
-                (h.total("assumed"), "on assumptions")]  # fmt: skip
-    left_out = [(v, w) for v, w in left_out if v]
+    left_out = [sentence("{v} on effects not distinguishable from none", v=usd(v))
+                for v in [h.total("not_shown")] if v]  # fmt: skip
+    if (assumed := assumed_lines(r)) != "":
+        left_out.append(assumed)
     if left_out:
-        text += sentence(
-            " The headline counts only returns resting on effects measured in this company's "
-            "data: {rest} do not count.",
-            rest=Markup(" and ").join(
-                sentence("{v} resting {w}", v=usd(v), w=w) for v, w in left_out
-            ),
-        )
-    else:
-        text += sentence(
-            " The headline counts only returns resting on effects measured in this company's data."
-        )
+        text += sentence(" Not counted: {rest}.", rest=Markup("; ").join(left_out))
     return text
 
 
@@ -122,19 +113,20 @@ def price_text(name: str, r: RoiFacts) -> str:
 
 
 def multiplied(c: Component, r: RoiFacts) -> Markup:
-    """`$2,230,327 less attrition: measured effect × assumed price of $150,000 per exit`."""
+    """`attrition cost avoided, $2,230,327 (measured effect × assumed price of $150,000 per
+    voluntary exit)`."""
     names = line_prices(c.item, base_params(r.assumptions))
     return sentence(
-        "{v} {label}: measured effect × {ev} price of {p}",
+        "{label}, {v} (measured effect × {ev} price of {p})",
         v=usd(c.amount or 0.0),
-        label=c.label.lower(),
+        label=lower_first(c.label),
         ev=c.price_evidence,
         p=" and ".join(price_text(n, r) for n in names),
     )
 
 
 def flips(r: RoiFacts) -> Markup:
-    """The verdict at both ends of every assumed price whose range changes it."""
+    """The verdict at both ends of every assumed value whose range changes it, in one sentence."""
     h = r.year
     assert h is not None
     turn = [
@@ -143,37 +135,52 @@ def flips(r: RoiFacts) -> Markup:
         if s.kind == "assumption" and {s.verdict_at_low, s.verdict_at_high} != {h.verdict}
     ]
     if not turn:
-        return sentence(" No assumed price changes the verdict across its range.")
-    return Markup(" ").join(
-        sentence(
-            " At the ends of the assumed {name} the verdict changes: at {lo} the net return is "
-            "{rlo} ({vlo}); at {hi}, {rhi} ({vhi}).",
-            name=ASSUMPTION_LABELS.get(s.name, s.name).lower(),
-            lo=unit_value(r.assumptions[s.name], s.low_value),
-            rlo=roi_pct(s.roi_at_low),
-            vlo=VERDICT_SHORT[s.verdict_at_low],
-            hi=unit_value(r.assumptions[s.name], s.high_value),
-            rhi=roi_pct(s.roi_at_high),
-            vhi=VERDICT_SHORT[s.verdict_at_high],
-        )
-        for s in turn
+        return sentence(" No assumed value changes the verdict across its range.")
+    return sentence(
+        " The verdict changes within the range of {n}: {ends}.",
+        n="an assumed value" if len(turn) == 1 else f"{len(turn)} assumed values",
+        ends=Markup("; ").join(
+            sentence(
+                "{name} at {lo} {rlo} ({vlo}), at {hi} {rhi} ({vhi})",
+                name=lower_first(ASSUMPTION_LABELS.get(s.name, s.name)),
+                lo=unit_value(r.assumptions[s.name], s.low_value),
+                rlo=roi_pct(s.roi_at_low),
+                vlo=VERDICT_SHORT[s.verdict_at_low],
+                hi=unit_value(r.assumptions[s.name], s.high_value),
+                rhi=roi_pct(s.roi_at_high),
+                vhi=VERDICT_SHORT[s.verdict_at_high],
+            )
+            for s in turn
+        ),
     )
 
 
+# the export that would measure a return resting on assumptions (sources/README.md)
+MEASURE_WITH = {
+    "efficiency": "the gpu_usage export would measure it",
+    "faster_deployment": "the capacity_changes export would measure it",
+    "contractor_cost_avoided": "no export here shows that training replaced the hours",
+}
+
+
 def assumed_lines(r: RoiFacts) -> Markup:
-    """Money resting on assumptions, as text (never a bar): how much, and how to measure it."""
+    """Money resting on assumptions, as text (never a bar): how much, and how to measure it.
+    The reasons in full are in the ROI section's table."""
     h = r.year
-    if h is None or not h.of("assumed"):
+    if h is None or not [c for c in h.of("assumed") if c.amount]:
         return Markup("")
-    return Markup(" ").join(
-        sentence(
-            "Not counted, assumed: {label}, {v} ({why}).",
-            label=c.label,
-            v=usd(c.amount or 0.0),
-            why=c.why,
-        )
-        for c in h.of("assumed")
-        if c.amount
+    return sentence(
+        "resting on assumptions, never drawn, {lines}",
+        lines=Markup(", ").join(
+            sentence(
+                "{label} {v} ({how})",
+                label=lower_first(c.label),
+                v=money(c.amount or 0.0),
+                how=MEASURE_WITH.get(c.item, c.why),
+            )
+            for c in h.of("assumed")
+            if c.amount
+        ),
     )
 
 
@@ -208,11 +215,11 @@ def return_chart(r: RoiFacts) -> charts.Chart | None:
         f"against the return measured here, {money(h.counted)}, and the return not counted "
         f"that rests on effects not distinguishable from none, "
         f"{money(h.total('not_shown'))}; each split by component. Returns resting on "
-        "assumptions are listed below the chart, not drawn.",
+        "assumptions are named in the sentence above, not drawn.",
         row_totals=labels,
         cap=cap,
     )
-    return charts.Chart("roi-components", svg, assumed_lines(r))
+    return charts.Chart("roi-components", svg)
 
 
 # --- effects in words -------------------------------------------------------------------------
