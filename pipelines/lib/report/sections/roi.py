@@ -753,7 +753,9 @@ def _assumption_chart(f: RoiFacts, year: Headline) -> list[charts.Chart]:
     if assume:
         rows = [(ASSUMPTION_LABELS.get(s.name, nice(s.name)), s.roi_at_low, s.roi_at_high)
                 for s in assume]  # fmt: skip
-        flips = [s for s in assume if {s.verdict_at_low, s.verdict_at_high} != {year.verdict}]
+        base = VERDICT_SHORT[year.verdict]
+        flips = [s for s in assume
+                 if {VERDICT_SHORT[s.verdict_at_low], VERDICT_SHORT[s.verdict_at_high]} != {base}]  # fmt: skip
         caption = Markup(" ").join(
             sentence(
                 "{name} at {lo}: net return {rlo} ({vlo}); at {hi}: {rhi} ({vhi}).",

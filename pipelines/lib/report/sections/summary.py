@@ -129,10 +129,13 @@ def flips(r: RoiFacts) -> Markup:
     """The verdict at both ends of every assumed value whose range changes it, in one sentence."""
     h = r.year
     assert h is not None
+    # a flip is from paying off to not (or back), as the verdicts at the ends are worded
+    base = VERDICT_SHORT[h.verdict]
     turn = [
         s
         for s in r.swings
-        if s.kind == "assumption" and {s.verdict_at_low, s.verdict_at_high} != {h.verdict}
+        if s.kind == "assumption"
+        and {VERDICT_SHORT[s.verdict_at_low], VERDICT_SHORT[s.verdict_at_high]} != {base}
     ]
     if not turn:
         return sentence(" No assumed value changes the verdict across its range.")
