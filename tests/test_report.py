@@ -542,7 +542,8 @@ def test_page_one_answers_with_the_measured_return_its_range_and_payback(report)
     assert f"(−{abs(low)} % to " in verdict
     assert f"it pays back in {INVESTED_12M / (COUNTED_12M / 12):.1f} months" in verdict
     # returns below the measured kind are named and left out
-    assert f"{_usd(NOT_SHOWN_12M)} resting on effects not distinguishable from none" in verdict
+    assert f"{_usd(NOT_SHOWN_12M)} on effects not distinguishable from none" in verdict
+    assert "resting on assumptions, never drawn, efficiency improvements" in verdict
     assert verdict.startswith("Is training paying off? No: the returns measured here")
 
 

@@ -273,8 +273,11 @@ def test_every_label_has_one_value_and_every_effect_one_status(company_html):
         "voluntary_exit_hazard_ratio",
     )
     others = effects - {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
+    # and the operations effects the ROI prices efficiency and faster deployment from
+    operations = {"commissioning_time_ratio", "lost_share_per_10_points"}
     assert all(
-        e == "promotion_hazard_ratio" or e.split("-")[0] in programme_metrics for e in others
+        e == "promotion_hazard_ratio" or e in operations or e.split("-")[0] in programme_metrics
+        for e in others
     ), others
 
 
