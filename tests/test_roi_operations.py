@@ -330,3 +330,47 @@ def test_a_generated_company_prices_its_operations_returns_from_its_marts(shared
     each line recomputed from the marts, measured or stated as the estimator found."""
     modes = check_operations_returns(shared_company.warehouse)
     assert set(modes.values()) <= {"measured", "stated"}
+
+
+def test_certifying_is_priced_from_one_to_every_certification_the_role_requires():
+    """127 engineers missing a required certification are not 127 certifications when their
+    roles require up to three: the one-off cost is a range, from one each to all of them."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from pipelines.lib.report.data import Marts
+    from pipelines.lib.report.sections.actions import Action, _one_off, clusters
+
+    month = date(2026, 9, 1)
+    tc = pd.DataFrame(
+        {
+            "month": [month] * 3,
+            "team": ["a", "a", "b"],
+            "role_family": ["operations_engineer", "infrastructure_architect", "senior_engineer"],
+            "gpu_count": [1200, 1200, 300],
+            "fleet_size_class": ["large", "large", "medium"],
+            "headcount": [10, 6, 8],
+            "required_cert_compliant_headcount": [4, 5, 8],
+            "required_certification_codes": ["NCA-AIIO", "NCA-AIIO;NCP-AII;NCP-AIO", None],
+        }
+    )
+    cov = pd.DataFrame(
+        {
+            "month": [month] * 2,
+            "segment_type": ["team"] * 2,
+            "segment_value": ["a", "b"],
+            "headcount": [16, 8],
+            "any_cert_headcount": [9, 8],
+            "expiring_next_90d": [0, 0],
+        }
+    )
+    found = {c.team: c for c in clusters(Marts({"team_composition": tc,
+                                                "certification_coverage": cov}, Path(".")),
+                                         month, 5)}  # fmt: skip
+    # team a: 6 operations engineers lack their one certification, 1 architect up to three
+    assert found["a"].missing == 7 and found["a"].missing_most == 6 * 1 + 1 * 3
+    assert found["b"].missing == 0
+    action = Action("certify", "", "", 7 * 1000.0, 0.0, "", 9 * 1000.0)
+    assert _one_off(action) == "$7,000 to $9,000"
+    assert _one_off(Action("certify", "", "", 7000.0, 0.0, "", 7000.0)) == "$7,000"
