@@ -45,6 +45,8 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    # the operations effects the ROI prices efficiency and faster deployment from (issue 53)
+    "operations_effect",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted
