@@ -45,6 +45,11 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    # operations (issue 53)
+    "cluster_utilisation",
+    "capacity_commissioning",
+    "change_outcomes",
+    "operations_effect",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted
@@ -68,6 +73,8 @@ GRAIN = {
     # the report sums these over tracks, cohorts and years and suppresses what it prints
     "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
     "level_progression": ("skill_level", "year"),
+    "cluster_utilisation": ("month", "cluster"),
+    "change_outcomes": ("month", "certification_status"),
 }
 
 

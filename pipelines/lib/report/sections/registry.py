@@ -29,6 +29,7 @@ from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
+from pipelines.lib.report.sections.operations import operations_section
 from pipelines.lib.report.sections.programmes import programmes_section
 from pipelines.lib.report.sections.roi import roi_section
 from pipelines.lib.report.sections.summary import benchmark_rows
@@ -76,6 +77,10 @@ def _attrition(b: Build):
 
 def _incidents(b: Build):
     return incidents_section(b.marts, b.q, b.thr)
+
+
+def _operations(b: Build):
+    return operations_section(b.marts, b.q, b.thr)
 
 
 def _programmes(b: Build):
@@ -142,6 +147,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
     "expiring": _expiring,
     "attrition": _attrition,
     "incidents": _incidents,
+    "operations": _operations,
     "roi": _roi,
     "composition": _composition,
     "actions": _actions,
@@ -160,4 +166,5 @@ PRINTED = (
     "careers",
     "attrition",
     "incidents",
+    "operations",
 )
