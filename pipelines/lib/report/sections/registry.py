@@ -3,9 +3,11 @@
 Each builder takes the report's `Build` (marts, quarter, minimum group size, inputs and the facts
 of the sections computed before it) and returns its `Section` and its typed facts. Adding a
 section is two lines: its builder in `BUILDERS` (after the sections whose facts it reads) and its
-id in `PRINTED` where it should print. The page budget: 12 printed pages at any company size
+id in `PRINTED` where it should print. The page budget: 14 printed pages at any company size
 (tests/test_report_length.py measures the sections before the programmes and careers against
-10, tests/test_report_programmes.py the whole report against 12).
+10, tests/test_report_programmes.py the whole report without operations against 12,
+tests/test_report_operations.py the whole report with operations against 13, a page left for
+the plan).
 """
 
 from __future__ import annotations
