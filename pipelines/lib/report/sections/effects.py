@@ -63,8 +63,8 @@ EFFECT_TEXT = {
     "commissioning_time_ratio": (
         "Commissioning time",
         "days from delivery to production",
-        "shorter",
-        "longer",
+        "fewer",
+        "more",
     ),
 }
 # Effects read as a difference in a share per 10 points of the team's certified share: no

@@ -364,9 +364,12 @@ def operations_effects_table(effects: dict[str, Effect], thr: int) -> Table:
         ["Outcome", "Estimate (95 % CI)", "Status", "Plain comparison"],
         rows,
         key="operations-effects",
-        note="marts.operations_effect; the method appendix and docs/statistics.md say how each "
-        "is estimated. The GPU-hour shares' intervals are a wild cluster bootstrap, which "
-        "stays honest with few clusters.",
+        note="How each is estimated (marts.operations_effect, column method; docs/statistics.md): "
+        "change failures compare each implementer with their own changes before certifying; the "
+        "GPU-hour shares compare each cluster with its own other months and with the other "
+        "clusters in the same month, the interval a wild cluster bootstrap, which stays honest "
+        "with few clusters; commissioning compares projects across clusters, allowing for the "
+        "GPUs added.",
     )
 
 
