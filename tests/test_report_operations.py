@@ -24,7 +24,7 @@ import pytest
 from pipelines.lib.report import latest_complete_quarter
 from pipelines.lib.report.data import load_marts
 from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.render import build_context, render_html
+from pipelines.lib.report.render import build_context, load_inputs, render_html
 from pipelines.lib.report.sections.operations import change_rows, commissioning_rows
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -53,7 +53,7 @@ def company(shared_company) -> dict:
     published, build = warehouse / "talent.duckdb", warehouse / "build" / "talent.duckdb"
     quarter = latest_complete_quarter(published)
     marts = load_marts(published, build)
-    html = render_html(build_context(marts, Quarter.parse(quarter), THR))
+    html = render_html(build_context(marts, Quarter.parse(quarter), THR, load_inputs()))
     return {"html": html, "published": published, "build": build, "q": Quarter.parse(quarter)}
 
 
@@ -146,6 +146,19 @@ def test_every_status_printed_is_the_one_the_mart_holds(company):
     for metric, status in held.items():
         if status == "not_estimable":
             assert not _figure(company["html"], f"effect-{metric}")
+
+
+@pytest.mark.slow
+def test_the_report_with_the_operations_section_is_consistent(company):
+    """One value per figure, one status per effect, no status worded outside its tag, every
+    acronym spelled out at its first use (tests/test_report_consistency.py's checks)."""
+    from test_report_consistency import acronym_problems, problems
+
+    from pipelines.lib.report.glossary import ACRONYMS
+
+    assert problems(company["html"]) == []
+    acronyms = {**ACRONYMS, **load_inputs().acronyms}
+    assert acronym_problems(company["html"], acronyms) == []
 
 
 # --- without the exports -----------------------------------------------------------------------
@@ -287,3 +300,18 @@ def test_the_whole_report_with_operations_prints_within_the_page_limit(tmp_path)
     result = render_report(db, QUARTER, tmp_path / "out")
     assert result["sections"]["operations"]
     assert result["pages"] <= PAGE_LIMIT - 1
+
+
+def test_leads_the_published_mart_withholds_are_not_called_unlinked():
+    """Without the build file the report reads the published mart, which hides the leads of a
+    project led by fewer than 5 people: those projects are counted as withheld."""
+    q = Quarter.parse(QUARTER)
+    projects = pd.DataFrame(
+        {"accepted_on": [date(2026, 1, 5)] * 11, "days_to_production": 12,
+         "days_per_1000_gpus": 150.0, "gpus_added": 80, "leads": [None] * 6 + [0] * 5,
+         "certified_share_of_leads": [None] * 11, "suppressed": [True] * 6 + [False] * 5}
+    )  # fmt: skip
+    by = {r[0]: r[1:] for r in commissioning_rows(projects, q, THR)}
+    assert by["Leads withheld by the published mart"][0] == "6"
+    assert by["Leads not linked to an engineer"][0] == "5"
+    assert by["All projects"][0] == "11"

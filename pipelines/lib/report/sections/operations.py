@@ -72,6 +72,7 @@ LEAD_GROUPS = {  # certified share of the leads -> group
     "some": "Some leads certified",
     "all": "All leads certified",
     "unlinked": "Leads not linked to an engineer",
+    "withheld": "Leads withheld by the published mart",
 }
 CHANGE_STATUS = {
     "certified": "Certified implementer",
@@ -168,10 +169,10 @@ def utilisation_rows(util: pd.DataFrame, q: Quarter, thr: int) -> list[list]:
         for e, m, c in zip(rows["engineers"], rows["month"], rows["cluster"], strict=True)
     ]
     rows["band"] = [
-        f"Teams of fewer than {thr} engineers (share not shown)" if s else _band(float(sh))
+        f"Teams of fewer than {thr} engineers (share withheld)" if s else _band(float(sh))
         for s, sh in zip(small, rows["certified_share"].fillna(0), strict=True)
     ]
-    order = [b[2] for b in SHARE_BANDS] + [f"Teams of fewer than {thr} engineers (share not shown)"]
+    order = [b[2] for b in SHARE_BANDS] + [f"Teams of fewer than {thr} engineers (share withheld)"]
     out = []
     for band in [b for b in order if (rows["band"] == b).any()] + ["All clusters"]:
         g = rows if band == "All clusters" else rows[rows["band"] == band]
@@ -227,7 +228,11 @@ def _utilisation(section: Section, util: pd.DataFrame, q: Quarter, thr: int) -> 
 # --- commissioning -----------------------------------------------------------------------------
 
 
-def _lead_group(leads: object, share: object) -> str:
+def _lead_group(leads: object, share: object, withheld: bool = False) -> str:
+    """The group of a project by the certified share of its leads; `withheld`: the published
+    mart hid the leads (the report was given no build file)."""
+    if withheld and (pd.isna(leads) or pd.isna(share)):  # type: ignore[arg-type]
+        return "withheld"
     if pd.isna(leads) or not float(leads) or pd.isna(share):  # type: ignore[arg-type]
         return "unlinked"
     s = float(share)  # type: ignore[arg-type]
@@ -241,9 +246,14 @@ def commissioning_rows(projects: pd.DataFrame, q: Quarter, thr: int) -> list[lis
         & projects["days_to_production"].notna()
         & (pd.to_datetime(projects["accepted_on"]).dt.date <= q.end)
     ].copy()
+    withheld = (
+        done["suppressed"].fillna(False).astype(bool)
+        if "suppressed" in done.columns
+        else pd.Series(False, index=done.index)
+    )
     done["group"] = [
-        _lead_group(n, s)
-        for n, s in zip(done["leads"], done["certified_share_of_leads"], strict=True)
+        _lead_group(n, s, w)
+        for n, s, w in zip(done["leads"], done["certified_share_of_leads"], withheld, strict=True)
     ]
     sizes = {g: float((done["group"] == g).sum()) for g in LEAD_GROUPS}
     mask = suppression_mask({g: n for g, n in sizes.items() if n}, thr)
@@ -297,6 +307,11 @@ def change_rows(co: pd.DataFrame, q: Quarter, thr: int) -> tuple[list[list], flo
         small = any(is_small(v, thr) for v in people) and s != "unlinked"
         sizes[s] = 1.0 if small else max(float(people.fillna(0).max()), 0.0) or float("inf")
     mask = suppression_mask(sizes, thr, also_hidden=hidden)
+    # a month of fewer implementers than the minimum (or hidden in the published mart): the
+    # whole line goes, the total with it
+    everyone = rows.loc[rows["certification_status"] == "all", "implementers"]
+    if any(is_small(v, thr) for v in everyone) or "all" in hidden:
+        mask = dict.fromkeys([*groups, "all"], True)
     out, rate = [], None
     for s in [*groups, "all"]:
         g = rows[rows["certification_status"] == s]
@@ -304,7 +319,7 @@ def change_rows(co: pd.DataFrame, q: Quarter, thr: int) -> tuple[list[list], flo
         changes, failed = float(g["changes"].sum()), float(g["failed_changes"].sum())
         cfr = failed / changes if changes else None
         lead = (g["lead_time_mean_hours"] * g["changes"]).sum() / changes if changes else None
-        if s == "all":
+        if s == "all" and not h:
             rate = cfr
         out.append(
             [
