@@ -28,6 +28,13 @@ def command(
         1000, "--first-seed", help="Seeds first-seed .. first-seed + seeds - 1."
     ),
     csv: Path | None = typer.Option(None, "--csv", help="Also write every seed's rows here."),
+    link: str = typer.Option(
+        "name",
+        "--link",
+        help="Operations worlds: name (implementers and leads linked by unique full name, as "
+        "the generated files name them) or email (all linked, as an export naming them by "
+        "e-mail or employee id).",
+    ),
 ) -> None:
     from tools.validate import WORLDS, format_table, run_world, summarise
     from tools.validate.operations import (
@@ -50,8 +57,10 @@ def command(
     started = time.perf_counter()
     seed_list = list(range(first_seed, first_seed + seeds))
     if world in OPERATIONS_WORLDS:
-        results = run_operations_world(world, seed_list, employees, years)
-        table = format_operations_table(world, employees, years, summarise_operations(results))
+        results = run_operations_world(world, seed_list, employees, years, link=link)
+        table = format_operations_table(
+            world, employees, years, summarise_operations(results), link
+        )
     elif world in PROGRAMME_WORLDS:
         results = run_programme_world(world, seed_list, employees, years)
         table = format_programme_table(world, employees, years, summarise_programmes(results))

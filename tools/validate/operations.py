@@ -51,12 +51,22 @@ def operations_model(world: str) -> OperationsModel:
     raise ValueError(f"unknown world {world!r}; choose one of {', '.join(OPERATIONS_WORLDS)}")
 
 
+LINKS = {
+    "name": "implementers and leads linked by unique full name, as the generated ServiceNow and "
+    "Jira files name them (a name two people share stays unlinked)",
+    "email": "every implementer and lead linked, as an export naming them by e-mail or "
+    "employee id is",
+}
+
+
 def operations_frames(
-    employees: int, years: int, seed: int, model: OperationsModel
+    employees: int, years: int, seed: int, model: OperationsModel, link: str = "name"
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(changes, utilisation, projects) of one simulated company, with the columns the
     estimators read from intermediate.int_changes, restricted.cluster_utilisation and
-    restricted.capacity_commissioning."""
+    restricted.capacity_commissioning; `link` one of `LINKS`."""
+    if link not in LINKS:
+        raise ValueError(f"unknown link {link!r}; choose one of {', '.join(LINKS)}")
     from tools.validate.frames import simulate
 
     sim = simulate(employees, years, seed, PlantedModel())
@@ -66,7 +76,7 @@ def operations_frames(
     # the tools name people by full name only: the warehouse links a name that one person has
     # (stg_changes__changes, stg_changes__capacity_changes) and leaves the others unlinked
     names = pd.Series([f"{f} {ln}" for f, ln in zip(sim.p.first, sim.p.last, strict=True)])
-    unique = (~names.duplicated(keep=False)).to_numpy()
+    unique = (~names.duplicated(keep=False)).to_numpy() | (link == "email")
     ch = pd.DataFrame(log.get("changes", []), columns=["i", "certified", "failed", "month"])
     changes = pd.DataFrame(
         {
@@ -99,14 +109,20 @@ def operations_frames(
 
 
 def run_operations_world(
-    world: str, seeds: list[int], employees: int, years: int, min_group_size: int = 5
+    world: str,
+    seeds: list[int],
+    employees: int,
+    years: int,
+    min_group_size: int = 5,
+    link: str = "name",
 ) -> pd.DataFrame:
     """One row per seed and metric: the published row plus the planted value."""
     model = operations_model(world)
     rows = []
     for seed in seeds:
         effects = operations_effects(
-            *operations_frames(employees, years, seed, model), min_group_size=min_group_size
+            *operations_frames(employees, years, seed, model, link),
+            min_group_size=min_group_size,
         )
         effects["seed"] = seed
         effects["truth"] = effects["metric"].map({m: getattr(model, m) for m in METRICS})
@@ -155,11 +171,11 @@ def summarise_operations(results: pd.DataFrame) -> list[OperationsSummary]:
 
 
 def format_operations_table(
-    world: str, employees: int, years: int, summaries: list[OperationsSummary]
+    world: str, employees: int, years: int, summaries: list[OperationsSummary], link: str = "name"
 ) -> str:
     lines = [
         f"world {world} ({OPERATIONS_WORLDS[world]}); {employees} employees x {years} years, "
-        f"{summaries[0].worlds} seeds",
+        f"{summaries[0].worlds} seeds; {LINKS[link]}",
         "",
         "| metric | estimable | covered (95 % CI) | bias | sd of estimates | median width | "
         "finding |",
