@@ -50,18 +50,19 @@ SID, TITLE = "operations", "Operations: GPU utilisation, commissioning and chang
 EXPORTS = {
     "utilisation": (
         "gpu_usage",
-        "Slurm job accounting (sacct) or DCGM telemetry per cluster, in fleet/",
+        "Slurm job accounting (sacct) or a Grafana table of DCGM telemetry per cluster, in fleet/",
         "busy and lost GPU-hours",
     ),
     "commissioning": (
         "capacity_changes",
-        "Jira epics or ServiceNow change requests of capacity projects naming who led them, "
-        "in changes/",
+        "Jira epics of the capacity projects naming who led them, or the contract's own "
+        "columns, in changes/",
         "days from hardware delivery to production",
     ),
     "changes": (
         "changes",
-        "ServiceNow or Jira Service Management change requests on the clusters, in changes/",
+        "the ServiceNow change_request list of changes on the clusters, or the contract's own "
+        "columns, in changes/",
         "the change failure rate",
     ),
 }
