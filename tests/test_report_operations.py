@@ -157,6 +157,11 @@ def test_the_report_with_the_operations_section_is_consistent(company):
     from pipelines.lib.report.glossary import ACRONYMS
 
     assert problems(company["html"]) == []
+    # a figure quoted in the lead is the one its table prints
+    from test_report import assert_figures_agree
+
+    quoted = assert_figures_agree(company["html"])
+    assert {"gpu-busy-share", "gpu-lost-share", "change-failure-rate"} <= quoted
     acronyms = {**ACRONYMS, **load_inputs().acronyms}
     assert acronym_problems(company["html"], acronyms) == []
 

@@ -176,14 +176,17 @@ def utilisation_rows(util: pd.DataFrame, q: Quarter, thr: int) -> list[list]:
     order = [b[2] for b in SHARE_BANDS] + [f"Teams of fewer than {thr} engineers (share withheld)"]
     out = []
     for band in [b for b in order if (rows["band"] == b).any()] + ["All clusters"]:
-        g = rows if band == "All clusters" else rows[rows["band"] == band]
+        total = band == "All clusters"
+        g = rows if total else rows[rows["band"] == band]
+        busy = pct(_pooled(g, "gpu_hours_busy", "gpu_hours_available"), 1)
+        lost = pct(_pooled(g, "gpu_hours_lost", "gpu_hours_available"), 1)
         out.append(
             [
                 band,
                 num(len(g)),
                 num(g["gpu_hours_available"].sum()),
-                pct(_pooled(g, "gpu_hours_busy", "gpu_hours_available"), 1),
-                pct(_pooled(g, "gpu_hours_lost", "gpu_hours_available"), 1),
+                fig("gpu-busy-share", busy) if total else busy,
+                fig("gpu-lost-share", lost) if total else lost,
             ]
         )
     return out
