@@ -272,9 +272,12 @@ def test_every_label_has_one_value_and_every_effect_one_status(company_html):
         "first_pass_odds_ratio",
         "voluntary_exit_hazard_ratio",
     )
+    operations = {"change_failure_ratio", "busy_share_per_10_points", "lost_share_per_10_points",
+                  "commissioning_time_ratio"}  # fmt: skip
     others = effects - {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
     assert all(
-        e == "promotion_hazard_ratio" or e.split("-")[0] in programme_metrics for e in others
+        e == "promotion_hazard_ratio" or e in operations or e.split("-")[0] in programme_metrics
+        for e in others
     ), others
 
 

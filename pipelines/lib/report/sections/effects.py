@@ -115,6 +115,8 @@ ENGINEERS = {
     "incident_rate_ratio": "engineers in the incident model",
     "mttr_ratio": "responders in the time-to-restore model",
     "attrition_hazard_ratio": "engineers in the attrition model",
+    # the name marts.operations_effect gives them in its reasons
+    "change_failure_ratio": "engineers with changes both while certified and while not",
 }
 # the one word for each status, and the longer phrase the ROI uses for the same status
 STATUS_WORDS = {"shown": "shown", "not_shown": "not shown", "not_estimable": "not estimable"}

@@ -113,7 +113,7 @@ def missing_text(parts: list[str], everything: bool) -> Markup:
         return sentence(
             "No operations export was delivered, so GPU utilisation, capacity commissioning and "
             "change outcomes are not measured here and the returns claimed from them stay "
-            "assumed. Three exports would measure them (sources/README.md describes each): "
+            "assumed. Three exports would measure them (the export contracts describe each): "
             "{names}.",
             names=names,
         )
