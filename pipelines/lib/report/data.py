@@ -45,7 +45,11 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
-    # the operations effects the ROI prices efficiency and faster deployment from (issue 53)
+    # operations: the marts of the Operations section, and the effects it shows and the ROI
+    # prices efficiency and faster deployment from
+    "cluster_utilisation",
+    "capacity_commissioning",
+    "change_outcomes",
     "operations_effect",
 )
 
@@ -70,6 +74,8 @@ GRAIN = {
     # the report sums these over tracks, cohorts and years and suppresses what it prints
     "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
     "level_progression": ("skill_level", "year"),
+    "cluster_utilisation": ("month", "cluster"),
+    "change_outcomes": ("month", "certification_status"),
 }
 
 
