@@ -76,15 +76,19 @@ def plan_from_warehouse(
     assumptions: dict | None = None,
     min_group: int = 5,
     closest: bool = False,
+    month: date | None = None,
+    programme_rates=None,
     **problem_kw,
 ) -> PlanRun:
-    """Plan the next `quarters` quarters after the HR data's last month."""
-    month = wh.last_month(con)
+    """Plan the next `quarters` quarters after the HR data's last month (or after `month`, a
+    past month the backtest plans from, with `programme_rates` measuring the programmes as
+    they were known then: `warehouse.read_rates`)."""
+    month = month or wh.last_month(con)
     as_of = wh.month_end(month)
     labels = wh.next_quarters(wh.quarter_of(as_of), quarters)
     demand = wh.demand_from_fleet(fleet, labels)
     codes = sorted({c for r in demand.roles for c in r.track})
-    rates = wh.read_rates(con, codes, as_of, assumptions, min_group)
+    rates = wh.read_rates(con, codes, as_of, assumptions, min_group, programme_rates)
     layout = Layout(demand.roles, len(labels))
     idle0, head = wh.read_team(con, layout, month)
     problem = Problem(layout, rates, idle0, demand.headcount, labels, **problem_kw)
