@@ -226,7 +226,8 @@ def backtest_rows(
     for t, q in enumerate(quarters):
         hidden = 0 < actual["headcount"][t] < min_group
         for m in MEASURES:
-            f, a = float(fc[m][t]), float(actual[m][t])
+            # the errors of the figures as published, so that the columns agree with each other
+            f, a = round(float(fc[m][t]), 2), round(float(actual[m][t]), 2)
             rows.append(
                 {
                     "quarters_back": back,
@@ -235,8 +236,8 @@ def backtest_rows(
                     "quarter": q,
                     "quarters_ahead": t + 1,
                     "measure": m,
-                    "forecast": None if hidden else round(f, 2),
-                    "actual": None if hidden else round(a, 2),
+                    "forecast": None if hidden else f,
+                    "actual": None if hidden else a,
                     "forecast_error": None if hidden else round(f - a, 2),
                     "absolute_error": None if hidden else round(abs(f - a), 2),
                     "relative_error": None if hidden or a == 0 else round((f - a) / a, 4),

@@ -34,8 +34,14 @@ PLAN_COLUMNS = {
     "expected_certified": "certifications expected to be earned in the quarter (NULL when "
     "suppressed)",
     "expected_exits": "engineers expected to leave in the quarter (NULL when suppressed)",
+    "added_certified_engineers": "engineers expected to hold at least one certification of "
+    "the role's track at the quarter's end beyond those the team left alone (no hire, no "
+    "start) would hold: whom the measured return per certified engineer applies to (NULL when "
+    "suppressed)",
     "cost_usd": "what the plan adds in the quarter: hiring, programme starts and the added "
     "people's pay",
+    "training_cost_usd": "of cost_usd, the programme starts (starts x the cost per start of "
+    "workforce_plan_rates)",
     "template_headcount": "engineers the role's templates need in the quarter (all levels of "
     "the band, on the role's first level row)",
     "shortfall": "engineers the plan cannot have ready in the quarter (role, first level row)",
@@ -95,24 +101,30 @@ def plan_from_warehouse(
     return PlanRun(solve(problem, closest=closest), demand, rates, head, as_of)
 
 
-def added_cost(run: PlanRun) -> np.ndarray:
-    """[R, L, T] USD the plan adds: hiring, starts, and pay beyond the team left alone."""
+def left_alone(run: PlanRun):
+    """The team's expected counts with no hire and no start (what the plan is measured from)."""
     lay = run.plan.problem.layout
-    base = project(
+    return project(
         np.zeros((1, lay.n_decisions)),
         lay,
         rate_arrays(run.rates, lay),
         run.plan.problem.idle0,
         run.rates.senior_levels,
     )
-    return plan_cost(run.plan.expected, base.payroll)[0]
+
+
+def added_cost(run: PlanRun) -> np.ndarray:
+    """[R, L, T] USD the plan adds: hiring, starts, and pay beyond the team left alone."""
+    return plan_cost(run.plan.expected, left_alone(run).payroll)[0]
 
 
 def plan_frame(run: PlanRun, min_group: int = 5) -> pd.DataFrame:
     """`marts.workforce_plan`: one row per quarter, role family and level of the role's band."""
     plan, lay = run.plan, run.plan.problem.layout
     p = plan.expected
-    cost = added_cost(run)
+    base = left_alone(run)
+    cost = plan_cost(p, base.payroll)[0]
+    added = p.holding - base.holding
     rows = []
     for r, role in enumerate(lay.roles):
         small = (run.head_today[r] > 0) & (run.head_today[r] < min_group)
@@ -134,9 +146,11 @@ def plan_frame(run: PlanRun, min_group: int = 5) -> pd.DataFrame:
                     ("expected_compliant", p.compliant),
                     ("expected_certified", p.certified),
                     ("expected_exits", p.exits),
+                    ("added_certified_engineers", added),
                 ):
                     row[name] = None if hidden else round(float(arr[0, r, li, t]), 2)
                 row["cost_usd"] = round(float(cost[r, li, t]), 2)
+                row["training_cost_usd"] = round(float(p.training_cost[0, r, li, t]), 2)
                 row["template_headcount"] = int(plan.problem.demand[r, t]) if first else None
                 row["shortfall"] = round(float(plan.shortfall[r, t]), 2) if first else None
                 row["probability_met"] = round(float(plan.probability_by_role[r, t]), 4)

@@ -45,6 +45,9 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    # the workforce plan's budget request and its backtest (issue 55)
+    "workforce_plan",
+    "workforce_plan_backtest",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted

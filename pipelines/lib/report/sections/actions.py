@@ -1,7 +1,12 @@
 """Recommended actions: what each costs once and every year, the return the evidence supports,
 the clusters it concerns (the fleet's largest first), and what changed since last quarter.
 
-Three actions follow from the figures, each priced from this company's own data:
+With a workforce plan (`sections/plan.py`, `marts.workforce_plan`), page 1's actions are its
+budget request, one per quarter (whom to hire, which programmes to start, the cost, the payback
+of the training at the measured return), and the renewals due; the request replaces actions 1
+and 3 below, which price the gaps without a programme, a timing or the certifications a role
+needs beyond the first. Without a plan, three actions follow from the figures, each priced from
+this company's own data:
 
 1. **Certify the engineers who miss a required certification, largest clusters first.** One-off:
    engineers × the ROI investment per certification earned over the last 12 months (the ROI's
@@ -34,12 +39,15 @@ from pipelines.lib.report.sections.base import Section, Table, table
 from pipelines.lib.report.sections.composition import CompositionFacts
 from pipelines.lib.report.sections.coverage import CoverageFacts
 from pipelines.lib.report.sections.expiring import ExpiringFacts
+from pipelines.lib.report.sections.plan import PlanFacts, hire_words, payback_words, start_words
 from pipelines.lib.report.sections.roi import RoiFacts
 from pipelines.lib.report.suppression import suppression_mask
 
 SIZE_ORDER = ("large", "medium", "small")
 SIZE_WORDS = {"large": "1,000+ GPUs", "medium": "100–1,000 GPUs", "small": "10–100 GPUs"}
 SHOWN_CLUSTERS = 3
+PAY_IN_COST = "the added engineers' pay, in each quarter's cost"
+REQUEST_QUARTERS = 4  # quarters of the plan's request on page 1 one by one; the rest in one row
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,7 @@ class Action:
     one_off: float | None
     yearly: float | None
     returns: Markup | str
+    yearly_text: str = ""  # printed instead of `yearly` when set
 
 
 @dataclass
@@ -154,6 +163,7 @@ def actions_facts(
     composition: CompositionFacts | None,
     roi: RoiFacts,
     validity_months: float = 24.0,
+    plan: PlanFacts | None = None,
 ) -> ActionFacts:
     f = ActionFacts()
     year = roi.year
@@ -167,7 +177,9 @@ def actions_facts(
     per_attempt = roi.exam_spend_per_attempt
     now = clusters(marts, q.last_month, thr)
     size, scope = in_scope(now)
-    if scope:
+    if plan is not None and plan.requests:
+        f.actions += request_actions(plan)
+    if scope and (plan is None or not plan.requests):
         missing = sum(c.missing for c in scope)
         uncert = sum(c.uncertified for c in scope)
         once = missing * f.per_certification if f.per_certification is not None else None
@@ -206,7 +218,7 @@ def actions_facts(
                 else "keeps certifications active; no return measured here",
             )
         )
-    if composition is not None and composition.short:
+    if composition is not None and composition.short and (plan is None or not plan.requests):
         below = _below_template(marts, q, thr)
         f.actions.append(
             Action(
@@ -232,6 +244,55 @@ def actions_facts(
         )
     f.follow_up = _follow_up(marts, q, thr, now, scope, coverage, expiring, composition)
     return f
+
+
+def request_actions(plan: PlanFacts) -> list[Action]:
+    """The plan's budget request as page 1's actions: the first quarters one by one, the rest
+    together; each with its cost and the payback of the training spent to date."""
+    first, rest = plan.requests[:REQUEST_QUARTERS], plan.requests[REQUEST_QUARTERS:]
+    out = [
+        Action(
+            f"request-{r.quarter}",
+            sentence("{q}: hire {h}; start {s}", q=r.quarter, h=hire_words(r), s=start_words(r)),
+            sentence(
+                "the fleet plan's templates: {n} engineers holding their track"
+                + (", {m} short" if r.shortfall > 0.5 else ""),
+                n=num(r.template),
+                m=num(r.shortfall),
+            ),
+            r.cost,
+            None,
+            sentence("payback of the training to date: {p}", p=payback_words(r, plan.measured)),
+            PAY_IN_COST,
+        )
+        for r in first
+    ]
+    if rest:
+        last = rest[-1]
+        out.append(
+            Action(
+                "request-later",
+                sentence(
+                    "{a}–{b}: the rest of the plan (quarter by quarter in the plan section)",
+                    a=rest[0].quarter,
+                    b=last.quarter,
+                ),
+                sentence(
+                    "{n} engineers holding their track by {q}"
+                    + (", {m} short" if last.shortfall > 0.5 else ""),
+                    n=num(last.template),
+                    q=last.quarter,
+                    m=num(last.shortfall),
+                ),
+                sum(r.cost for r in rest),
+                None,
+                sentence(
+                    "payback of the training to date: {p}", p=payback_words(last, plan.measured)
+                ),
+                PAY_IN_COST,
+            )
+        )
+    return out
 
 
 def _below_template(marts: Marts, q: Quarter, thr: int) -> list:
@@ -335,7 +396,10 @@ def _once(a: Action, f: ActionFacts) -> Markup | str:
 
 
 def action_rows(f: ActionFacts) -> list[list]:
-    return [[a.what, a.concerns, _money(a.one_off), _money(a.yearly), a.returns] for a in f.actions]
+    return [
+        [a.what, a.concerns, _money(a.one_off), a.yearly_text or _money(a.yearly), a.returns]
+        for a in f.actions
+    ]
 
 
 def actions_table(f: ActionFacts, q: Quarter) -> Table | None:

@@ -29,6 +29,7 @@ from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
+from pipelines.lib.report.sections.plan import plan_facts, plan_section
 from pipelines.lib.report.sections.programmes import programmes_section
 from pipelines.lib.report.sections.roi import roi_section
 from pipelines.lib.report.sections.summary import benchmark_rows
@@ -105,6 +106,15 @@ def _composition(b: Build):
     return composition_section(b.marts, b.q, b.thr, basis)
 
 
+def _plan(b: Build):
+    """The plan's request, its payback at the ROI's measured return per certified engineer (the
+    coverage section's certified engineers of the last 12 months), and the backtest."""
+    cov = b.facts.get("coverage")
+    return plan_section(
+        plan_facts(b.marts, b.facts.get("roi"), cov.certified_12m if cov is not None else None)
+    )
+
+
 def _actions(b: Build):
     f = actions_facts(
         b.marts,
@@ -115,6 +125,7 @@ def _actions(b: Build):
         b.facts.get("composition"),
         b.facts["roi"],
         b.inputs.validity_months,
+        b.facts.get("plan"),
     )
     section = actions_section(f, b.q, b.facts["roi"])
     rows = benchmark_rows(
@@ -144,6 +155,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
     "incidents": _incidents,
     "roi": _roi,
     "composition": _composition,
+    "plan": _plan,
     "actions": _actions,
     "programmes": _programmes,
     "careers": _careers,
@@ -151,6 +163,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
 # printed in this order after page 1
 PRINTED = (
     "actions",
+    "plan",
     "roi",
     "coverage",
     "gaps",
