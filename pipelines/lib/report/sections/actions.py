@@ -432,6 +432,13 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
         if f.per_certification is not None and f.per_engineer is not None
         else ""
     )
+    if any(a.key.startswith("request-") for a in f.actions):
+        per = sentence(
+            "Page 1's budget request is the workforce plan's (the next section): hires and "
+            "programme starts priced at the company's measured costs, paid back at the measured "
+            "return per certified engineer only. {per}",
+            per=per,
+        )
     section.lead = sentence(
         "{per}Renewals are priced at the exam spend per attempt of the last 12 months and recur "
         "every certification's validity; hires at the middle of the seed's salary bands for the "

@@ -14,11 +14,13 @@ measured return of the engineers the plan certifies beyond the team left alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 
 import pandas as pd
 
 from pipelines.lib.report.data import Marts
 from pipelines.lib.report.fmt import fig, nice, num, pct, sentence, usd
+from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
 from pipelines.lib.report.sections.roi import RoiFacts
 
@@ -106,6 +108,11 @@ def measured_return(roi: RoiFacts | None, certified_12m: float | None) -> Measur
     )
 
 
+def quarter_label(v: object) -> str:
+    """YYYY-Qn: the report's loader reads a `quarter` column as the quarter's first day."""
+    return Quarter.containing(v).label if isinstance(v, date) else str(v)
+
+
 def _requests(wp: pd.DataFrame) -> list[Request]:
     out, to_date = [], 0.0
     for q, g in wp.groupby("quarter", sort=True):
@@ -116,7 +123,7 @@ def _requests(wp: pd.DataFrame) -> list[Request]:
         added = g["added_certified_engineers"]
         out.append(
             Request(
-                str(q),
+                quarter_label(q),
                 {str(k): int(v) for k, v in hires.items() if v},
                 starts,
                 float(g["cost_usd"].sum()),
@@ -143,7 +150,7 @@ def _backtest(bt: pd.DataFrame | None) -> list[BacktestLine]:
                 int(back),
                 str(last["origin_quarter"]),
                 str(measure),
-                str(last["quarter"]),
+                quarter_label(last["quarter"]),
                 None if pd.isna(last["forecast"]) else float(last["forecast"]),
                 None if pd.isna(last["actual"]) else float(last["actual"]),
                 float(rel.mean()) if len(rel) else None,
@@ -194,7 +201,7 @@ def request_rows(f: PlanFacts) -> list[list]:
     return [
         [
             r.quarter,
-            hire_words(r),
+            num(sum(r.hires.values())),
             start_words(r),
             fig(f"plan-cost-{r.quarter}", usd(r.cost)),
             fig(f"plan-training-{r.quarter}", usd(r.training)),
@@ -205,28 +212,41 @@ def request_rows(f: PlanFacts) -> list[list]:
     ]
 
 
-def _backtest_table(f: PlanFacts):
-    rows = []
-    for b in f.backtest:
-        money = b.measure.endswith("_usd")
-        show = usd if money else (lambda v: num(v, 0))
-        err = None if b.forecast is None or b.actual is None else b.forecast - b.actual
-        rows.append(
-            [
-                f"{b.back} quarters ago ({b.origin})",
-                MEASURE_WORDS.get(b.measure, nice(b.measure)),
-                f"{show(b.forecast)} / {show(b.actual)} ({b.last_quarter})",
-                (("+" if err > 0 else "") + show(err)) if err is not None else "–",
-                pct(b.mean_abs_relative) if b.mean_abs_relative is not None else "–",
-            ]
-        )
+def hires_table(f: PlanFacts):
+    """Hires by role family (rows) and quarter (columns)."""
+    roles = sorted({k for r in f.requests for k in r.hires})
+    rows = [[nice(k), *(num(r.hires.get(k, 0)) for r in f.requests)] for k in roles]
     return table(
-        "How far the planner was off: run on what was known then, against what happened",
-        ["Planner run", "Measure", "Forecast / actual (last quarter)", "Error",
-         "Mean |error| ÷ actual, all quarters"],
+        "Whom to hire, by role and quarter",
+        ["Role", *(r.quarter for r in f.requests)],
+        rows,
+        key="plan-hires",
+    )
+
+
+def _backtest_cell(b: BacktestLine) -> str:
+    show = usd if b.measure.endswith("_usd") else (lambda v: num(v, 0))
+    off = pct(b.mean_abs_relative) if b.mean_abs_relative is not None else "–"
+    return f"{show(b.forecast)} / {show(b.actual)}; off by {off} on average"
+
+
+def _backtest_table(f: PlanFacts):
+    """One row per measure, one column per backtest: forecast / actual in the last quarter
+    forecast, and the mean |forecast − actual| ÷ actual over its quarters."""
+    runs = sorted({(b.back, b.origin, b.last_quarter) for b in f.backtest})
+    cells = {(b.back, b.measure): _backtest_cell(b) for b in f.backtest}
+    rows = [
+        [words, *(cells.get((back, m), "–") for back, _, _ in runs)]
+        for m, words in MEASURE_WORDS.items()
+        if any((back, m) in cells for back, _, _ in runs)
+    ]
+    return table(
+        "How far the planner was off: run on what was known then, forecast / actual in "
+        + (runs[-1][2] if runs else "the last quarter"),
+        ["Measure", *(f"Run {back} quarters ago (as of {origin})" for back, origin, _ in runs)],
         rows,
         key="plan-backtest",
-    )  # fmt: skip
+    )
 
 
 def _lead(f: PlanFacts) -> str:
@@ -270,11 +290,11 @@ def plan_section(f: PlanFacts | None) -> tuple[Section, PlanFacts | None]:
             "sources/<folder>/plans/fleet_plan.csv; see sources/README.md)."
         )
         return unavailable(sid, title, why), None
-    section = Section(sid, title, True, _lead(f), new_page=True)
+    section = Section(sid, title, True, _lead(f))
     section.tables.append(
         table(
             "Budget request by quarter",
-            ["Quarter", "Hire (role, engineers)", "Start (programme, engineers)", "Cost",
+            ["Quarter", "Hires", "Programme starts", "Cost",
              "Of it, training", "Certified beyond the team left alone",
              "Payback of training to date (95 % range)"],
             request_rows(f),
@@ -283,6 +303,8 @@ def plan_section(f: PlanFacts | None) -> tuple[Section, PlanFacts | None]:
             key="plan-request",
         )
     )  # fmt: skip
+    if any(r.hires for r in f.requests):
+        section.tables.append(hires_table(f))
     m = f.measured
     section.notes.append(
         sentence(
