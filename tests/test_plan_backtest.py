@@ -114,3 +114,40 @@ def test_the_forecast_error_is_the_forecast_less_the_actual(backtest):
     # the forecast starts from the team as it was: one quarter ahead, the headcount is near it
     first = backtest[(backtest["quarters_ahead"] == 1) & (backtest["measure"] == "headcount")]
     assert (first["forecast"] > 0).all()
+
+
+def test_the_backtest_measures_its_rates_only_from_what_was_known_on_its_day(build):
+    """As of 2025-09-30 every measured rate's window ends by that day, and the times to certify
+    follow the episodes no further: a pass after it is not yet known."""
+    from datetime import date
+
+    from pipelines.lib import project_files
+    from pipelines.lib.plan import warehouse as wh
+    from pipelines.lib.plan.backtest import programme_rates_as_of
+    from pipelines.lib.roi.assumptions import base_params, load_assumptions
+
+    as_of = date(2025, 9, 30)
+    assumptions = load_assumptions(project_files.default_assumptions_file())
+    codes = ["NCA-AIIO", "NCP-AII", "CKA", "RHCE"]
+    then = wh.read_rates(
+        build,
+        codes,
+        as_of,
+        assumptions,
+        5,
+        programme_rates_as_of(as_of, base_params(assumptions), 5),
+    )
+    measured = [r for r in then.all() if r.measured]
+    assert measured
+    for r in measured:
+        assert r.window and date.fromisoformat(r.window.split("..")[1]) <= as_of, (r.name, r.window)
+    # an independent count: participants of a track begun by then, from the episodes themselves
+    for (prog, code), rate in then.median_months.items():
+        if not rate.measured:
+            continue
+        begun = build.execute(
+            "select count(*) from intermediate.int_programme_episodes where programme_type = ? "
+            "and certification_code = ? and first_enrolled_on <= ?",
+            [prog, code, as_of],
+        ).fetchone()[0]
+        assert f", {begun} participants" in rate.source

@@ -177,13 +177,13 @@ def plan_facts(marts: Marts, roi: RoiFacts | None, certified_12m: float | None) 
 def hire_words(r: Request) -> str:
     if not r.hires:
         return "none"
-    return "; ".join(f"{nice(k).lower()} {v}" for k, v in sorted(r.hires.items()))
+    return ", ".join(f"{nice(k).lower()} {v}" for k, v in sorted(r.hires.items()))
 
 
 def start_words(r: Request) -> str:
     if not r.starts:
         return "none"
-    return "; ".join(f"{nice(k).lower()} {v}" for k, v in r.starts.items())
+    return ", ".join(f"{nice(k).lower()} {v}" for k, v in r.starts.items())
 
 
 def payback_words(r: Request, m: MeasuredReturn | None) -> str:
