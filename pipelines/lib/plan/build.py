@@ -29,7 +29,9 @@ PLAN_COLUMNS = {
     "hires": "engineers to hire at this level in the quarter (join at its end, uncertified)",
     **{f"starts_{p}": f"engineers to start preparing in {p.replace('_', ' ')}" for p in PROGRAMMES},
     "expected_headcount": "engineers expected at the quarter's end (NULL when suppressed)",
-    "expected_compliant": "of them holding every certification of the role's track (NULL when "
+    "expected_compliant": "of them holding every certification of the role's track, if every "
+    "planned start finds an idle engineer (where a plan starts nearly all it expects idle, "
+    "fewer do: probability_met counts only whom a simulated team has idle; NULL when "
     "suppressed)",
     "expected_certified": "certifications expected to be earned in the quarter (NULL when "
     "suppressed)",
