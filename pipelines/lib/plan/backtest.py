@@ -296,8 +296,28 @@ def backtest_frame(
     for back in ORIGINS:
         got = run_backtest(con, back, assumptions, prices, min_group, **problem_kw)
         if got is None:
-            notes.append(f"no backtest {back} quarters back: the HR data do not reach that far")
+            notes.append(
+                f"no backtest {back} quarters back: the HR data or the fleet's history do not "
+                "reach that far"
+            )
             continue
         run, actual = got
         rows += backtest_rows(run, back, actual, min_group)
+    if not rows:
+        return empty_backtest(), notes
     return pd.DataFrame(rows, columns=list(BACKTEST_COLUMNS)), notes
+
+
+def empty_backtest() -> pd.DataFrame:
+    """The mart's columns, typed, and no row (too little history for either backtest)."""
+    text = {"origin_quarter", "quarter", "measure"}
+    whole = {"quarters_back", "quarters_ahead", "measured_rates", "rates_total"}
+
+    def dtype(c: str) -> str:
+        if c == "as_of_date":
+            return "datetime64[ns]"
+        if c == "suppressed":
+            return "boolean"
+        return "string" if c in text else "int64" if c in whole else "float64"
+
+    return pd.DataFrame({c: pd.Series(dtype=dtype(c)) for c in BACKTEST_COLUMNS})
