@@ -160,7 +160,7 @@ def test_the_plan_section_names_the_measured_effects_and_the_backtests_error(wit
     assert "Payback rests on the effects measured in this company's data only" in text
     total = sum(r[6] for r in ROWS)
     assert f"${total:,.0f} over 6 quarters" in text
-    assert "in 2026-Q4 the roles still lack 16 engineers" in text
+    assert "in 2026-Q4 the roles still need 16 more engineers" in text
     assert "probability of meeting every template in every quarter is 25 %" in text
     hires = _table_rows(with_plan, "plan-hires")
     assert hires["Operations engineer"] == ["0", "6", "0", "1", "1", "1"]
@@ -176,3 +176,15 @@ def test_without_a_plan_page_one_keeps_the_certification_actions(tmp_path):
     assert any(k.startswith("Certify first") for k in _table_rows(html, "actions"))
     assert "no workforce plan" in _plain(html)
     assert QUARTER in html
+
+
+def test_planned_counts_never_read_as_a_small_group(with_plan):
+    """Hires of 1 or 2 in a role are planned numbers, not people: the request and the section
+    print them after the role, never as "2 engineers"."""
+    from pipelines.lib.small_groups import small_group_mentions
+
+    section = re.search(r'<section id="plan".*?</section>', with_plan, re.S).group(0)
+    actions = re.search(r'<table data-table="actions".*?</table>', with_plan, re.S).group(0)
+    for block in (section, actions):
+        assert small_group_mentions(_plain(block), 5) == []
+    assert "network specialist 2" in _plain(actions)

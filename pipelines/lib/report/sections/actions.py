@@ -255,7 +255,7 @@ def request_actions(plan: PlanFacts) -> list[Action]:
             f"request-{r.quarter}",
             sentence("{q}: hire {h}; start {s}", q=r.quarter, h=hire_words(r), s=start_words(r)),
             sentence(
-                "the fleet plan's templates: {n} engineers holding their track"
+                "the fleet plan's templates: {n} seats for engineers holding their track"
                 + (", {m} short" if r.shortfall > 0.5 else ""),
                 n=num(r.template),
                 m=num(r.shortfall),
@@ -278,7 +278,7 @@ def request_actions(plan: PlanFacts) -> list[Action]:
                     b=last.quarter,
                 ),
                 sentence(
-                    "{n} engineers holding their track by {q}"
+                    "{n} seats for engineers holding their track by {q}"
                     + (", {m} short" if last.shortfall > 0.5 else ""),
                     n=num(last.template),
                     q=last.quarter,

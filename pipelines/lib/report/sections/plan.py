@@ -253,7 +253,7 @@ def _lead(f: PlanFacts) -> str:
     short = [r for r in f.requests if r.shortfall > 0.5]
     reach = (
         sentence(
-            "It cannot meet every template in time: in {q} the roles still lack {n} engineers "
+            "It cannot meet every template in time: in {q} the roles still need {n} more engineers "
             "holding their track, so the probability of meeting every template in every quarter "
             "is {p}; the shortfall closes to {m} by {last}.",
             q=short[0].quarter,
