@@ -104,6 +104,18 @@ def _backtest_rows() -> list[dict]:
     return out
 
 
+# two of three rates measured in the company's data, one the domain's
+RATES = [
+    {"rate": "exit per quarter, level 2, certified", "value": 0.03, "low": 0.02, "high": 0.04,
+     "source": "restricted.attrition", "data_window": "2024-10-01..2026-09-30", "measured": True},
+    {"rate": "promotion per quarter, level 2", "value": 0.1, "low": 0.05, "high": 0.15,
+     "source": "restricted.level_progression", "data_window": "2025-01-01..2025-12-31",
+     "measured": True},
+    {"rate": "hiring cost, share of a year's pay", "value": 0.2, "low": 0.15, "high": 0.3,
+     "source": "estimate", "data_window": "", "measured": False},
+]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def with_plan(tmp_path_factory):
     import pandas as pd
@@ -113,6 +125,7 @@ def with_plan(tmp_path_factory):
         for name, rows in (
             ("workforce_plan", _plan_rows()),
             ("workforce_plan_backtest", _backtest_rows()),
+            ("workforce_plan_rates", RATES),
         ):
             con.register("frame", pd.DataFrame(rows))
             con.execute(f"create table marts.{name} as select * from frame")
@@ -158,6 +171,7 @@ def test_page_one_asks_for_the_plan_quarter_by_quarter_instead_of_one_certificat
 def test_the_plan_section_names_the_measured_effects_and_the_backtests_error(with_plan):
     text = _plain(with_plan)
     assert "Payback rests on the effects measured in this company's data only" in text
+    assert "2 of its 3 rates measured in the company's data up to 30 September 2026" in text
     total = sum(r[6] for r in ROWS)
     assert f"${total:,.0f} over 6 quarters" in text
     assert "in 2026-Q4 the roles still need 16 more engineers" in text

@@ -48,6 +48,7 @@ REPORT_TABLES = (
     # the workforce plan's budget request and its backtest (issue 55)
     "workforce_plan",
     "workforce_plan_backtest",
+    "workforce_plan_rates",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted

@@ -80,6 +80,7 @@ class PlanFacts:
     probability: float
     measured: MeasuredReturn | None
     backtest: list[BacktestLine] = field(default_factory=list)
+    rates: tuple[int, int] | None = None  # (measured in the company's data, all) of the plan
 
     @property
     def total(self) -> float:
@@ -171,7 +172,14 @@ def plan_facts(marts: Marts, roi: RoiFacts | None, certified_12m: float | None) 
         float(wp["plan_probability"].iloc[0]),
         measured_return(roi, certified_12m),
         _backtest(marts.get("workforce_plan_backtest")),
+        _rates(marts.get("workforce_plan_rates")),
     )
+
+
+def _rates(wr: pd.DataFrame | None) -> tuple[int, int] | None:
+    if wr is None or wr.empty:
+        return None
+    return int(wr["measured"].astype(bool).sum()), len(wr)
 
 
 def hire_words(r: Request) -> str:
@@ -269,12 +277,23 @@ def _lead(f: PlanFacts) -> str:
             p=pct(f.probability),
         )
     )
+    rates = (
+        sentence(
+            "{m} of its {a} rates measured in the company's data up to {d}, the others the "
+            "domain's figures or estimates",
+            m=f.rates[0],
+            a=f.rates[1],
+            d=f.as_of,
+        )
+        if f.rates
+        else sentence("the company's rates as of {d}", d=f.as_of)
+    )
     return sentence(
         "The fleet plan's team templates staffed at the lowest cost the planner found (HiGHS, "
-        "with the company's own rates as of {d}; each rate, its mart and window are in "
-        "workforce_plan_rates): {t} over {n} quarters, of which {tr} for programme starts, the "
-        "rest hiring and the added engineers' pay. {reach}",
-        d=f.as_of,
+        "{rates}; each rate, its mart and window are in workforce_plan_rates): {t} over {n} "
+        "quarters, of which {tr} for programme starts, the rest hiring and the added "
+        "engineers' pay. {reach}",
+        rates=rates,
         t=fig("plan-total", usd(f.total)),
         n=len(f.requests),
         tr=fig("plan-training-total", usd(f.training_total)),
