@@ -141,7 +141,8 @@ BACKTEST_INPUT_KEYS = [
     group_name="plan",
     deps=BACKTEST_INPUT_KEYS,
     kinds={"python", "duckdb"},
-    code_version=CODE_VERSION,
+    # the backtest measures the programmes with the careers code (Kaplan-Meier, costs)
+    code_version=versions.source_version("pipelines.lib.plan", "pipelines.lib.careers"),
     description="The workforce planner run as of 4 and 8 quarters ago on what was known then "
     "(the team then, rates measured from data before that day, the fleet as it actually grew "
     "as the plan), against the headcount, certified engineers, exits and training spend that "
