@@ -152,6 +152,7 @@ def test_page_one_asks_for_the_plan_quarter_by_quarter_instead_of_one_certificat
     with_plan,
 ):
     rows = _table_rows(with_plan, "actions")
+    assert "Budget request by quarter, and the renewals due, 2026-Q3" in with_plan
     assert not any(k.startswith("Certify first") for k in rows)
     assert not any(k.startswith("Fill the") for k in rows)
     first = next(v for k, v in rows.items() if k.startswith("2026-Q4: hire none; start online 4"))

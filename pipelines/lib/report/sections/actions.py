@@ -39,14 +39,19 @@ from pipelines.lib.report.sections.base import Section, Table, table
 from pipelines.lib.report.sections.composition import CompositionFacts
 from pipelines.lib.report.sections.coverage import CoverageFacts
 from pipelines.lib.report.sections.expiring import ExpiringFacts
-from pipelines.lib.report.sections.plan import PlanFacts, hire_words, payback_words, start_words
+from pipelines.lib.report.sections.plan import (
+    PlanFacts,
+    hire_words,
+    payback_sentence,
+    start_words,
+)
 from pipelines.lib.report.sections.roi import RoiFacts
 from pipelines.lib.report.suppression import suppression_mask
 
 SIZE_ORDER = ("large", "medium", "small")
 SIZE_WORDS = {"large": "1,000+ GPUs", "medium": "100–1,000 GPUs", "small": "10–100 GPUs"}
 SHOWN_CLUSTERS = 3
-PAY_IN_COST = "the added engineers' pay, in each quarter's cost"
+PAY_IN_COST = "in the cost: the added engineers' pay"
 REQUEST_QUARTERS = 4  # quarters of the plan's request on page 1 one by one; the rest in one row
 
 
@@ -262,7 +267,7 @@ def request_actions(plan: PlanFacts) -> list[Action]:
             ),
             r.cost,
             None,
-            sentence("payback of the training to date: {p}", p=payback_words(r, plan.measured)),
+            payback_sentence(r, plan.measured),
             PAY_IN_COST,
         )
         for r in first
@@ -286,9 +291,7 @@ def request_actions(plan: PlanFacts) -> list[Action]:
                 ),
                 sum(r.cost for r in rest),
                 None,
-                sentence(
-                    "payback of the training to date: {p}", p=payback_words(last, plan.measured)
-                ),
+                payback_sentence(last, plan.measured),
                 PAY_IN_COST,
             )
         )
@@ -406,6 +409,14 @@ def actions_table(f: ActionFacts, q: Quarter) -> Table | None:
     """The actions as page 1 prints them."""
     if not f.actions:
         return None
+    if any(a.key.startswith("request-") for a in f.actions):
+        return table(
+            f"Budget request by quarter, and the renewals due, {q.label}",
+            ["Request", "Target (or clusters, largest fleet first)", "Cost",
+             "Pay added every year", "Payback or return the evidence supports"],
+            action_rows(f),
+            key="actions",
+        )  # fmt: skip
     return table(
         f"Recommended actions, {q.label}",
         ["Action", "Clusters (largest fleet first)", "One-off cost", "Yearly cost",

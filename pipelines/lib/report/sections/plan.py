@@ -205,6 +205,12 @@ def payback_words(r: Request, m: MeasuredReturn | None) -> str:
     return f"{years:.1f} years{span}"
 
 
+def payback_sentence(r: Request, m: MeasuredReturn | None) -> str:
+    """Page 1's words: the training to date pays back in so many years, or why it cannot."""
+    text = payback_words(r, m)
+    return f"the training to date pays back in {text}" if text[0].isdigit() else text
+
+
 def request_rows(f: PlanFacts) -> list[list]:
     return [
         [
