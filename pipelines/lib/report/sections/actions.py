@@ -8,11 +8,11 @@ and 3 below, which price the gaps without a programme, a timing or the certifica
 needs beyond the first. Without a plan, three actions follow from the figures, each priced from
 this company's own data:
 
-1. **Certify the engineers who miss a required certification, largest clusters first.** One-off:
-   engineers × the ROI investment per certification earned over the last 12 months (the ROI's
-   own 12-month investment ÷ exams passed in those months); yearly: their renewals (exam spend
-   per attempt, every validity period). Return: the measured return per certified engineer a
-   year × those who hold no certification yet (the measured effects are of holding one).
+1. **Certify the engineers who miss a required certification, largest clusters first.** Not
+   priced: a role needs up to three certifications, through programmes of different cost and
+   time, so one certification per engineer understates it; the workforce plan prices what each
+   role still needs, and when. Return: the measured return per certified engineer a year ×
+   those who hold no certification yet (the measured effects are of holding one).
 2. **Book the renewals due in the next 90 days.** One-off: renewals × exam spend per attempt.
    Return: keeps certified engineers certified (the same per-engineer figure).
 3. **Fill empty template seats by moving engineers of the same role first; hire only what a
@@ -187,8 +187,9 @@ def actions_facts(
     if scope and (plan is None or not plan.requests):
         missing = sum(c.missing for c in scope)
         uncert = sum(c.uncertified for c in scope)
-        once = missing * f.per_certification if f.per_certification is not None else None
-        renew = missing * per_attempt * 12 / validity_months if per_attempt is not None else None
+        # not priced: a role needs up to three certifications, through programmes of different
+        # cost and time; one certification per engineer understated it, and only a workforce
+        # plan (a fleet plan through `talent plan`) prices what each role still needs, and when
         f.actions.append(
             Action(
                 "certify",
@@ -196,8 +197,8 @@ def actions_facts(
                 (f"the {len(scope)} {size} clusters" if len(scope) > 1 else f"the {size} cluster")
                 + f" ({SIZE_WORDS.get(size, size)}): "
                 + _names(scope, lambda c: f"{num(c.missing)} of {num(c.engineers)}"),
-                once,
-                renew,
+                None,
+                None,
                 _return_words(f.per_engineer, uncert, roi),
             )
         )
@@ -443,6 +444,14 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
         if f.per_certification is not None and f.per_engineer is not None
         else ""
     )
+    if any(a.key == "certify" for a in f.actions):
+        per = sentence(
+            "{per}Certifying the engineers who miss a required certification is not priced "
+            "here: a role needs up to three certifications, through programmes of different "
+            "cost and time; a fleet plan (sources/<folder>/plans/fleet_plan.csv) turns it into "
+            "a budget request per quarter. ",
+            per=per,
+        )
     if any(a.key.startswith("request-") for a in f.actions):
         per = sentence(
             "Page 1's budget request is the workforce plan's (the next section): hires and "
