@@ -312,7 +312,7 @@ def plan_section(f: PlanFacts | None) -> tuple[Section, PlanFacts | None]:
     if f is None:
         why = (
             "Not available: no workforce plan (put the planned GPUs per cluster and quarter in "
-            "sources/<folder>/plans/fleet_plan.csv; see sources/README.md)."
+            "sources/<folder>/plans/fleet_plan.csv, as the export contracts describe)."
         )
         return unavailable(sid, title, why), None
     section = Section(sid, title, True, _lead(f))
