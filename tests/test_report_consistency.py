@@ -273,11 +273,60 @@ def test_every_label_has_one_value_and_every_effect_one_status(company_html):
         "voluntary_exit_hazard_ratio",
     )
     others = effects - {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
+    # and the operations effects the ROI prices efficiency and faster deployment from
+    operations = {"commissioning_time_ratio", "lost_share_per_10_points"}
     assert all(
-        e == "promotion_hazard_ratio" or e.split("-")[0] in programme_metrics for e in others
+        e == "promotion_hazard_ratio" or e in operations or e.split("-")[0] in programme_metrics
+        for e in others
     ), others
 
 
 @pytest.mark.slow
 def test_every_acronym_is_spelled_out_where_first_printed(company_html):
     assert acronym_problems(company_html, _acronyms()) == []
+
+
+def roi_money_problems(html: str) -> list[str]:
+    """Money the ROI draws or prints against its evidence: a bar on page 1 for a return that
+    rests on assumptions, or a return line that does not say whether its price is measured or
+    assumed."""
+    out = []
+    block = re.search(r'<table data-table="roi-evidence"[^>]*>(.*?)</table>', html, re.S)
+    svg = re.search(r'<svg[^>]*data-chart="roi-components".*?</svg>', html, re.S)
+    if block is None:
+        return out
+    for tr in re.findall(r"<tr>(.*?)</tr>", block.group(1), re.S):
+        cells = [
+            htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)
+        ]
+        if len(cells) < 3 or cells[0] in ("Return", "Investment") or cells[1] == "the headline":
+            continue
+        if cells[0].startswith("Net return on investment"):
+            continue  # the total row
+        label, evidence = cells[0], cells[1]
+        if "not estimable" in evidence and "price" not in evidence:
+            continue  # no amount: nothing is priced
+        if not re.search(r"price (measured|assumed)$", evidence):
+            out.append(f"return without its price evidence: {label!r}")
+        if evidence.startswith("assumed") and svg and f">{label}<" in svg.group(0):
+            out.append(f"a bar for money resting on assumptions: {label!r}")
+    return out
+
+
+def test_the_money_checker_finds_an_assumed_bar_and_a_price_without_evidence():
+    table = (
+        '<table data-table="roi-evidence"><tr><th>Faster deployment</th><td>assumed: a stated '
+        "value</td><td>$1</td></tr></table>"
+    )
+    svg = '<svg data-chart="roi-components"><text>Faster deployment</text></svg>'
+    assert roi_money_problems(table + svg) == [
+        "return without its price evidence: 'Faster deployment'",
+        "a bar for money resting on assumptions: 'Faster deployment'",
+    ]
+
+
+@pytest.mark.slow
+def test_no_bar_for_assumed_money_and_every_return_names_its_price_evidence(company_html):
+    assert "roi-evidence" in company_html
+    assert roi_money_problems(company_html) == []

@@ -186,13 +186,11 @@ def test_the_plan_section_names_the_measured_effects_and_the_backtests_error(wit
     assert bt["Exits"] == [f"5 / 8; off by {exits * 100:.0f} % on average"]
 
 
-def test_without_a_plan_page_one_keeps_the_certification_actions_unpriced(tmp_path):
-    """One certification per engineer understated what the roles need: without a plan the
-    action stays, unpriced, and the actions section says what prices it."""
+def test_without_a_plan_page_one_keeps_the_certification_actions(tmp_path):
+    """Without a plan the certification action stays, and the actions section says that a
+    fleet plan turns it into a budget request."""
     html = html_of(build_published_fixture(tmp_path / "talent.duckdb"))
-    rows = _table_rows(html, "actions")
-    certify = next(v for k, v in rows.items() if k.startswith("Certify first"))
-    assert certify[1:3] == ["not priced", "not priced"]
+    assert any(k.startswith("Certify first") for k in _table_rows(html, "actions"))
     assert "a fleet plan (sources/<folder>/plans/fleet_plan.csv) turns it into" in _plain(html)
     assert "no workforce plan" in _plain(html)
     assert QUARTER in html

@@ -45,6 +45,8 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    # the operations effects the ROI prices efficiency and faster deployment from (issue 53)
+    "operations_effect",
     # the workforce plan's budget request and its backtest (issue 55)
     "workforce_plan",
     "workforce_plan_backtest",

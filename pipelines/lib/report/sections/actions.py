@@ -4,14 +4,13 @@ the clusters it concerns (the fleet's largest first), and what changed since las
 With a workforce plan (`sections/plan.py`, `marts.workforce_plan`), page 1's actions are its
 budget request, one per quarter (whom to hire, which programmes to start, the cost, the payback
 of the training at the measured return), and the renewals due; the request replaces actions 1
-and 3 below, which price the gaps without a programme, a timing or the certifications a role
-needs beyond the first. Without a plan, three actions follow from the figures, each priced from
+and 3 below, which price the gaps without a programme or a timing. Without a plan, three actions follow from the figures, each priced from
 this company's own data:
 
-1. **Certify the engineers who miss a required certification, largest clusters first.** Not
-   priced: a role needs up to three certifications, through programmes of different cost and
-   time, so one certification per engineer understates it; the workforce plan prices what each
-   role still needs, and when. Return: the measured return per certified engineer a year ×
+1. **Certify the engineers who miss a required certification, largest clusters first.** One-off:
+   from engineers × the ROI investment per certification earned over the last 12 months (one
+   each) to every certification their role requires; yearly: their renewals (exam spend per
+   attempt, every validity period). Return: the measured return per certified engineer a year ×
    those who hold no certification yet (the measured effects are of holding one).
 2. **Book the renewals due in the next 90 days.** One-off: renewals × exam spend per attempt.
    Return: keeps certified engineers certified (the same per-engineer figure).
@@ -45,7 +44,12 @@ from pipelines.lib.report.sections.plan import (
     payback_sentence,
     start_words,
 )
-from pipelines.lib.report.sections.roi import RoiFacts
+from pipelines.lib.report.sections.roi import (
+    PER_CERTIFICATION_DEFINITION,
+    PER_CERTIFICATION_LABEL,
+    RoiFacts,
+    investment_per_certification,
+)
 from pipelines.lib.report.suppression import suppression_mask
 
 SIZE_ORDER = ("large", "medium", "small")
@@ -64,6 +68,9 @@ class Cluster:
     missing: float  # missing at least one required certification
     uncertified: float  # holding no certification
     expiring: float
+    # certifications they would need at most: each missing engineer times the number of
+    # certifications the role requires (the mart says who is compliant, not how many each lacks)
+    missing_most: float = 0.0
 
 
 def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
@@ -78,6 +85,13 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
     )
     if cur.empty or teams.empty:
         return []
+    required = (
+        cur["required_certification_codes"].fillna("").astype(str).str.split(";")
+        .map(lambda codes: max(1, len([c for c in codes if c.strip()])))
+    )  # fmt: skip
+    cur = cur.assign(
+        most=(cur["headcount"] - cur["required_cert_compliant_headcount"]).clip(lower=0) * required
+    )
     t = (
         cur.groupby("team")
         .agg(
@@ -85,6 +99,7 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
             size_class=("fleet_size_class", "first"),
             engineers=("headcount", "sum"),
             compliant=("required_cert_compliant_headcount", "sum"),
+            most=("most", "sum"),
         )
         .reset_index()
     )
@@ -107,6 +122,7 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
                 float(r.engineers - r.compliant),
                 float(c["headcount"] - c["any_cert_headcount"]),
                 float(c["expiring_next_90d"]),
+                float(r.most),
             )
         )
     return sorted(out, key=lambda c: (-c.gpus, c.team))
@@ -130,6 +146,9 @@ class Action:
     yearly: float | None
     returns: Markup | str
     yearly_text: str = ""  # printed instead of `yearly` when set
+    # the one-off cost when each engineer lacks every certification the role requires (the
+    # one-off cost prices one each)
+    one_off_most: float | None = None
 
 
 @dataclass
@@ -175,8 +194,7 @@ def actions_facts(
     if year is not None:
         f.investment_12m = year.investment
     if year is not None and coverage is not None:
-        if coverage.passes_12m:
-            f.per_certification = year.investment / coverage.passes_12m
+        f.per_certification = investment_per_certification(roi, coverage.passes_12m)
         if coverage.certified_12m:
             f.per_engineer = year.counted / coverage.certified_12m
     per_attempt = roi.exam_spend_per_attempt
@@ -187,9 +205,10 @@ def actions_facts(
     if scope and (plan is None or not plan.requests):
         missing = sum(c.missing for c in scope)
         uncert = sum(c.uncertified for c in scope)
-        # not priced: a role needs up to three certifications, through programmes of different
-        # cost and time; one certification per engineer understated it, and only a workforce
-        # plan (a fleet plan through `talent plan`) prices what each role still needs, and when
+        per = f.per_certification
+        once = missing * per if per is not None else None
+        most = sum(max(c.missing_most, c.missing) for c in scope) * per if per is not None else None
+        renew = missing * per_attempt * 12 / validity_months if per_attempt is not None else None
         f.actions.append(
             Action(
                 "certify",
@@ -197,9 +216,10 @@ def actions_facts(
                 (f"the {len(scope)} {size} clusters" if len(scope) > 1 else f"the {size} cluster")
                 + f" ({SIZE_WORDS.get(size, size)}): "
                 + _names(scope, lambda c: f"{num(c.missing)} of {num(c.engineers)}"),
-                None,
-                None,
+                once,
+                renew,
                 _return_words(f.per_engineer, uncert, roi),
+                one_off_most=most,
             )
         )
     if expiring is not None and expiring.expiring:
@@ -399,9 +419,16 @@ def _once(a: Action, f: ActionFacts) -> Markup | str:
     )
 
 
+def _one_off(a: Action) -> str:
+    """`$1,517,000 to $3,270,000`: one certification per engineer to every one the role requires."""
+    if a.one_off is None or a.one_off_most is None or a.one_off_most <= a.one_off + 0.5:
+        return _money(a.one_off)
+    return f"{usd(a.one_off)} to {usd(a.one_off_most)}"
+
+
 def action_rows(f: ActionFacts) -> list[list]:
     return [
-        [a.what, a.concerns, _money(a.one_off), a.yearly_text or _money(a.yearly), a.returns]
+        [a.what, a.concerns, _one_off(a), a.yearly_text or _money(a.yearly), a.returns]
         for a in f.actions
     ]
 
@@ -434,11 +461,13 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
     )
     per = (
         sentence(
-            "A certification costs about {c} (the last 12 months' ROI investment per exam "
-            "passed in them); the measured return per certified engineer is about {r} a year "
+            "A certification costs about {c} ({label}: {definition}); the measured return per "
+            "certified engineer is about {r} a year "
             "(the return counted over the last 12 months ÷ the certified engineers on average "
             "over them). ",
             c=usd(f.per_certification),
+            label=PER_CERTIFICATION_LABEL,
+            definition=PER_CERTIFICATION_DEFINITION,
             r=usd(f.per_engineer),
         )
         if f.per_certification is not None and f.per_engineer is not None
@@ -446,10 +475,11 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
     )
     if any(a.key == "certify" for a in f.actions):
         per = sentence(
-            "{per}Certifying the engineers who miss a required certification is not priced "
-            "here: a role needs up to three certifications, through programmes of different "
-            "cost and time; a fleet plan (sources/<folder>/plans/fleet_plan.csv) turns it into "
-            "a budget request per quarter. ",
+            "{per}Certifying is priced from one certification per engineer missing a required "
+            "one to every certification their role requires (the data say who meets the role's "
+            "requirements, not how many each lacks); a fleet plan "
+            "(sources/<folder>/plans/fleet_plan.csv) turns it into a budget request per "
+            "quarter. ",
             per=per,
         )
     if any(a.key.startswith("request-") for a in f.actions):
