@@ -187,11 +187,11 @@ def test_the_plan_section_names_the_measured_effects_and_the_backtests_error(wit
 
 
 def test_without_a_plan_page_one_keeps_the_certification_actions(tmp_path):
-    """Without a plan the certification action stays, and the actions section says that a
-    fleet plan turns it into a budget request."""
+    """Without a plan the certification action stays, and the plan section says that a fleet
+    plan turns page 1's actions into a budget request."""
     html = html_of(build_published_fixture(tmp_path / "talent.duckdb"))
     assert any(k.startswith("Certify first") for k in _table_rows(html, "actions"))
-    assert "a fleet plan (sources/<folder>/plans/fleet_plan.csv) turns it into" in _plain(html)
+    assert "turns page 1's actions into a budget request" in _plain(html)
     assert "no workforce plan" in _plain(html)
     assert QUARTER in html
 

@@ -81,7 +81,7 @@ def test_the_latest_complete_quarter_is_reported(real):
     # the generated company delivers no fleet plan: the plan section alone says how to give one
     available = {k: v for k, v in real["sections"].items() if k != "plan"}
     assert all(available.values()) and not real["sections"]["plan"], real["sections"]
-    assert "no workforce plan (put the planned GPUs" in real["text"]
+    assert "no workforce plan (a fleet plan in" in real["text"]
 
 
 def test_headline_coverage_is_the_mart_figure_for_the_quarters_last_month(real):

@@ -477,9 +477,7 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
         per = sentence(
             "{per}Certifying is priced from one certification per engineer missing a required "
             "one to every certification their role requires (the data say who meets the role's "
-            "requirements, not how many each lacks); a fleet plan "
-            "(sources/<folder>/plans/fleet_plan.csv) turns it into a budget request per "
-            "quarter. ",
+            "requirements, not how many each lacks). ",
             per=per,
         )
     if any(a.key.startswith("request-") for a in f.actions):

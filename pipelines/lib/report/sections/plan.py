@@ -21,7 +21,7 @@ import pandas as pd
 from pipelines.lib.report.data import Marts
 from pipelines.lib.report.fmt import fig, nice, num, pct, sentence, usd
 from pipelines.lib.report.quarters import Quarter
-from pipelines.lib.report.sections.base import Section, table, unavailable
+from pipelines.lib.report.sections.base import Data, Section, table, unavailable
 from pipelines.lib.report.sections.roi import RoiFacts
 
 PROGRAMMES = ("online", "bootcamp", "apprenticeship", "vendor_partnership", "internal")
@@ -227,14 +227,20 @@ def request_rows(f: PlanFacts) -> list[list]:
 
 
 def hires_table(f: PlanFacts):
-    """Hires by role family (rows) and quarter (columns)."""
+    """Hires by role family (rows) and quarter (columns): on screen and in the appendix file,
+    out of print (page 1 names the roles of the first quarters)."""
     roles = sorted({k for r in f.requests for k in r.hires})
-    rows = [[nice(k), *(num(r.hires.get(k, 0)) for r in f.requests)] for k in roles]
+    quarters = [r.quarter for r in f.requests]
     return table(
         "Whom to hire, by role and quarter",
-        ["Role", *(r.quarter for r in f.requests)],
-        rows,
+        ["Role", *quarters],
+        [[nice(k), *(num(r.hires.get(k, 0)) for r in f.requests)] for k in roles],
         key="plan-hires",
+        scope="full",
+        data=Data(
+            ["role_family", *quarters],
+            [[k, *(r.hires.get(k, 0) for r in f.requests)] for k in roles],
+        ),
     )
 
 
@@ -311,8 +317,8 @@ def plan_section(f: PlanFacts | None) -> tuple[Section, PlanFacts | None]:
     sid, title = "plan", "The budget request: staffing the fleet plan, quarter by quarter"
     if f is None:
         why = (
-            "Not available: no workforce plan (put the planned GPUs per cluster and quarter in "
-            "sources/<folder>/plans/fleet_plan.csv, as the export contracts describe)."
+            "Not available: no workforce plan (a fleet plan in "
+            "sources/<folder>/plans/fleet_plan.csv turns page 1's actions into a budget request)."
         )
         return unavailable(sid, title, why), None
     section = Section(sid, title, True, _lead(f))
