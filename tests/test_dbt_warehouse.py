@@ -623,6 +623,7 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
         "source_deliveries",
         "workforce_plan",
         "workforce_plan_rates",
+        "workforce_plan_backtest",
     } | set(COLUMN_COMMENTS) | set(MART_DESCRIPTIONS)
     effect = sources["certification_effect"]
     assert effect["description"] == result.EFFECT_TABLE

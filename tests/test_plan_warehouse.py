@@ -109,3 +109,16 @@ def test_exit_rates_are_the_level_rate_scaled_by_certification_status(build_file
     assert got[0].window == "2026-04-01..2026-09-30"
     assert not rates.exit[(3, True)].measured  # no level-3 rows: the domain's figure stays
     assert np.isclose(got[0].exposure, 80)
+
+
+def test_too_little_history_gives_an_empty_typed_backtest_and_says_why(build_file):
+    """The build file's months are one month (2026-09): neither 4 nor 8 quarters back exist."""
+    from pipelines.lib.plan.backtest import BACKTEST_COLUMNS, backtest_frame
+
+    frame, notes = backtest_frame(build_file, None, {}, 5)
+    assert frame.empty and list(frame.columns) == list(BACKTEST_COLUMNS)
+    assert frame["forecast"].dtype == "float64" and frame["quarter"].dtype == "string"
+    assert [n.split(":")[0] for n in notes] == [
+        "no backtest 4 quarters back",
+        "no backtest 8 quarters back",
+    ]

@@ -35,7 +35,7 @@ HEADER = (
 PYTHON_HEADER = (
     "# Generated from the descriptions in pipelines/lib/effects/result.py,\n"
     "# pipelines/lib/careers/result.py, pipelines/lib/deliveries.py,\n"
-    "# pipelines/lib/roi/warehouse.py and pipelines/lib/plan/build.py by\n"
+    "# pipelines/lib/roi/warehouse.py, pipelines/lib/plan/build.py and backtest.py by\n"
     "# `python -m tools.dbt_sources`; do not edit.\n"
 )
 LINEAGE = {
@@ -109,6 +109,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
     from pipelines.lib import deliveries
     from pipelines.lib.careers.result import MART_DESCRIPTIONS
     from pipelines.lib.effects import operations, result
+    from pipelines.lib.plan import backtest
     from pipelines.lib.plan import build as plan
     from pipelines.lib.roi.warehouse import COLUMN_COMMENTS, TABLE_COMMENTS
 
@@ -132,6 +133,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
         + [
             ("workforce_plan", plan.PLAN_DESCRIPTION, plan.PLAN_COLUMNS),
             ("workforce_plan_rates", plan.RATES_DESCRIPTION, plan.RATES_COLUMNS),
+            ("workforce_plan_backtest", backtest.BACKTEST_DESCRIPTION, backtest.BACKTEST_COLUMNS),
         ]
     )
 
@@ -155,7 +157,7 @@ def render_python_marts() -> str:
                 "certification_event_study, operations_effect, time_to_certify, "
                 "programme_comparison, programme_costs, time_in_level, promotion_effect; "
                 "deliveries: source_deliveries; ROI: roi_*; plan: workforce_plan, "
-                "workforce_plan_rates) and "
+                "workforce_plan_rates, workforce_plan_backtest) and "
                 "published with the dbt marts.",
                 "schema": "marts",
                 "tables": tables,

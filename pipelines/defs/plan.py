@@ -123,3 +123,73 @@ def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
             asset_key=key,
             metadata={"dagster/row_count": len(frame), **meta, **verdict.because()},
         )
+
+
+BACKTEST_KEY = dg.AssetKey(["marts", "workforce_plan_backtest"])
+# the backtest measures the programmes from the episodes as they were known on its day, not
+# from marts.time_to_certify and programme_costs (which know every later pass)
+BACKTEST_INPUT_KEYS = [
+    *(k for k in INPUT_KEYS if k.path[-1] not in ("time_to_certify", "programme_costs")),
+    dg.AssetKey(["restricted", "level_mix"]),
+    dg.AssetKey(["restricted", "training_spend"]),
+    dg.AssetKey(["marts", "fleet_size"]),
+]
+
+
+@dg.asset(
+    key=BACKTEST_KEY,
+    group_name="plan",
+    deps=BACKTEST_INPUT_KEYS,
+    kinds={"python", "duckdb"},
+    # the backtest measures the programmes with the careers code (Kaplan-Meier, costs)
+    code_version=versions.source_version("pipelines.lib.plan", "pipelines.lib.careers"),
+    description="The workforce planner run as of 4 and 8 quarters ago on what was known then "
+    "(the team then, rates measured from data before that day, the fleet as it actually grew "
+    "as the plan), against the headcount, certified engineers, exits and training spend that "
+    "followed: forecast, actual and forecast error per quarter and measure.",
+)
+def workforce_plan_backtest(context: dg.AssetExecutionContext, talent: TalentResource):
+    """Backtests again unless the inputs, the code and the settings are those the mart was
+    computed from (`versions.assess`). It needs no fleet plan: the fleet's history is the plan."""
+    s = talent.settings
+    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
+    if verdict.kept:
+        context.log.info(
+            f"history, rates and code unchanged: the backtest of run "
+            f"{', '.join(verdict.computed_in())} is kept"
+        )
+        yield from versions.kept_results(context, verdict, "inputs unchanged")
+        return
+    from pipelines.lib.plan.backtest import BACKTEST_COLUMNS, BACKTEST_DESCRIPTION, backtest_frame
+    from pipelines.lib.plan.fleet import PlanInputError
+    from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
+
+    try:
+        assumptions = load_assumptions(s.assumptions_file)
+        with db.connect(s.build_db, read_only=True) as con:
+            frame, notes = backtest_frame(
+                con,
+                assumptions,
+                base_params(assumptions),
+                s.min_group_size,
+                time_limit=TIME_LIMIT_SECONDS,
+            )
+    except (PlanInputError, RoiInputError) as exc:
+        raise dg.Failure(str(exc)) from exc
+    for note in notes:
+        context.log.warning(note)
+    with db.connect(s.build_db) as con:
+        write_table(
+            con,
+            "marts",
+            "workforce_plan_backtest",
+            frame,
+            (BACKTEST_DESCRIPTION, BACKTEST_COLUMNS),
+        )
+    yield dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": len(frame),
+            "origins": ", ".join(sorted(set(frame["origin_quarter"].astype(str)))),
+            **verdict.because(),
+        }
+    )

@@ -34,6 +34,7 @@ MART_KEYS = sorted(
             careers.programme_costs,
             roi.roi_tables,
             plan.workforce_plan,
+            plan.workforce_plan_backtest,
         )
         for key in assets.keys
         if key.path[0] == "marts"

@@ -70,6 +70,7 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
     "marts__programme_costs": ("min_group_size", "assumptions"),
     "roi_tables": ("assumptions",),
     "workforce_plan": ("min_group_size", "assumptions", "fleet_plan"),
+    "marts__workforce_plan_backtest": ("min_group_size", "assumptions"),
     "warehouse__published": ("min_group_size", "publish_dsn", "publish_reader_role"),
     "report__quarterly_talent_report": ("min_group_size", "assumptions"),
 }

@@ -29,13 +29,21 @@ PLAN_COLUMNS = {
     "hires": "engineers to hire at this level in the quarter (join at its end, uncertified)",
     **{f"starts_{p}": f"engineers to start preparing in {p.replace('_', ' ')}" for p in PROGRAMMES},
     "expected_headcount": "engineers expected at the quarter's end (NULL when suppressed)",
-    "expected_compliant": "of them holding every certification of the role's track (NULL when "
+    "expected_compliant": "of them holding every certification of the role's track, if every "
+    "planned start finds an idle engineer (where a plan starts nearly all it expects idle, "
+    "fewer do: probability_met counts only whom a simulated team has idle; NULL when "
     "suppressed)",
     "expected_certified": "certifications expected to be earned in the quarter (NULL when "
     "suppressed)",
     "expected_exits": "engineers expected to leave in the quarter (NULL when suppressed)",
+    "added_certified_engineers": "engineers expected to hold at least one certification of "
+    "the role's track at the quarter's end beyond those the team left alone (no hire, no "
+    "start) would hold: whom the measured return per certified engineer applies to (NULL when "
+    "suppressed)",
     "cost_usd": "what the plan adds in the quarter: hiring, programme starts and the added "
     "people's pay",
+    "training_cost_usd": "of cost_usd, the programme starts (starts x the cost per start of "
+    "workforce_plan_rates)",
     "template_headcount": "engineers the role's templates need in the quarter (all levels of "
     "the band, on the role's first level row)",
     "shortfall": "engineers the plan cannot have ready in the quarter (role, first level row)",
@@ -76,39 +84,49 @@ def plan_from_warehouse(
     assumptions: dict | None = None,
     min_group: int = 5,
     closest: bool = False,
+    month: date | None = None,
+    programme_rates=None,
     **problem_kw,
 ) -> PlanRun:
-    """Plan the next `quarters` quarters after the HR data's last month."""
-    month = wh.last_month(con)
+    """Plan the next `quarters` quarters after the HR data's last month (or after `month`, a
+    past month the backtest plans from, with `programme_rates` measuring the programmes as
+    they were known then: `warehouse.read_rates`)."""
+    month = month or wh.last_month(con)
     as_of = wh.month_end(month)
     labels = wh.next_quarters(wh.quarter_of(as_of), quarters)
     demand = wh.demand_from_fleet(fleet, labels)
     codes = sorted({c for r in demand.roles for c in r.track})
-    rates = wh.read_rates(con, codes, as_of, assumptions, min_group)
+    rates = wh.read_rates(con, codes, as_of, assumptions, min_group, programme_rates)
     layout = Layout(demand.roles, len(labels))
     idle0, head = wh.read_team(con, layout, month)
     problem = Problem(layout, rates, idle0, demand.headcount, labels, **problem_kw)
     return PlanRun(solve(problem, closest=closest), demand, rates, head, as_of)
 
 
-def added_cost(run: PlanRun) -> np.ndarray:
-    """[R, L, T] USD the plan adds: hiring, starts, and pay beyond the team left alone."""
+def left_alone(run: PlanRun):
+    """The team's expected counts with no hire and no start (what the plan is measured from)."""
     lay = run.plan.problem.layout
-    base = project(
+    return project(
         np.zeros((1, lay.n_decisions)),
         lay,
         rate_arrays(run.rates, lay),
         run.plan.problem.idle0,
         run.rates.senior_levels,
     )
-    return plan_cost(run.plan.expected, base.payroll)[0]
+
+
+def added_cost(run: PlanRun) -> np.ndarray:
+    """[R, L, T] USD the plan adds: hiring, starts, and pay beyond the team left alone."""
+    return plan_cost(run.plan.expected, left_alone(run).payroll)[0]
 
 
 def plan_frame(run: PlanRun, min_group: int = 5) -> pd.DataFrame:
     """`marts.workforce_plan`: one row per quarter, role family and level of the role's band."""
     plan, lay = run.plan, run.plan.problem.layout
     p = plan.expected
-    cost = added_cost(run)
+    base = left_alone(run)
+    cost = plan_cost(p, base.payroll)[0]
+    added = p.holding - base.holding
     rows = []
     for r, role in enumerate(lay.roles):
         small = (run.head_today[r] > 0) & (run.head_today[r] < min_group)
@@ -130,9 +148,11 @@ def plan_frame(run: PlanRun, min_group: int = 5) -> pd.DataFrame:
                     ("expected_compliant", p.compliant),
                     ("expected_certified", p.certified),
                     ("expected_exits", p.exits),
+                    ("added_certified_engineers", added),
                 ):
                     row[name] = None if hidden else round(float(arr[0, r, li, t]), 2)
                 row["cost_usd"] = round(float(cost[r, li, t]), 2)
+                row["training_cost_usd"] = round(float(p.training_cost[0, r, li, t]), 2)
                 row["template_headcount"] = int(plan.problem.demand[r, t]) if first else None
                 row["shortfall"] = round(float(plan.shortfall[r, t]), 2) if first else None
                 row["probability_met"] = round(float(plan.probability_by_role[r, t]), 4)

@@ -187,6 +187,7 @@ class Projection:
     hiring_cost: np.ndarray  # [B, R, L, T]
     hires: np.ndarray  # [B, R, L, T]
     starts: np.ndarray  # [B, R, L, G, P, T]
+    holding: np.ndarray | None = None  # [B, R, L, T] holding one of the track or more
 
     def in_band(self, layout: Layout, what: np.ndarray) -> np.ndarray:
         """[B, R, T]: `what` summed over each role's level band."""
@@ -276,6 +277,7 @@ def _hire_and_count(team: _Team, t: int, hires: np.ndarray, full: np.ndarray, ra
     head = team.head
     team.out["head"][..., t] = head
     team.out["compliant"][..., t] = np.einsum("brlg,rg->brl", team.idle, full)
+    team.out["holding"][..., t] = team.idle[..., 1:].sum(3) + team.prep[:, :, :, 1:].sum((3, 4, 5))
     pay = np.broadcast_to(rates.salary, (b, rates.salary.shape[1]))[:, None, :]
     team.out["payroll"][..., t] = head * pay / 4
     share = np.broadcast_to(rates.hiring_cost_share, (b,))[:, None, None]
@@ -296,7 +298,7 @@ def project(
     full = np.zeros((nr, ng + 1))  # holds the role's whole track
     for r, role in enumerate(layout.roles):
         full[r, len(role.track)] = 1
-    keys = ("head", "compliant", "exits", "certified", "payroll", "training", "hiring")
+    keys = ("head", "compliant", "holding", "exits", "certified", "payroll", "training", "hiring")
     team = _Team(
         idle=np.broadcast_to(idle0, (b, nr, nl, ng + 1)).astype(float).copy(),
         prep=np.zeros((b, nr, nl, ng, npg, MAX_AGE)),
@@ -330,4 +332,5 @@ def project(
         o["hiring"],
         hires,
         starts,
+        o["holding"],
     )

@@ -163,11 +163,17 @@ def _time_rates(con, rates: Rates, window: str) -> None:
         from marts.time_to_certify where cohort = 'all' and not suppressed
         """
     ).fetchall()
+    apply_time_rows(rows, rates, window, "marts.time_to_certify (cohort all")
+
+
+def apply_time_rows(rows, rates: Rates, window: str, table: str) -> None:
+    """(programme, code, median, its interval, 12-month share, participants) rows as the
+    median months to certify; `table` opens the source text."""
     for prog, code, median, lo, hi, share12, n in rows:
         key = (prog, code)
         if key not in rates.median_months:
             continue
-        source = f"marts.time_to_certify (cohort all, {n} participants"
+        source = f"{table}, {n} participants"
         if median is not None and not math.isnan(median):
             lo = lo if lo is not None and not math.isnan(lo) else median * 0.75
             hi = hi if hi is not None and not math.isnan(hi) else median * 2
@@ -191,6 +197,11 @@ def _cost_rates(con, rates: Rates, window: str) -> None:
         where not suppressed and certification_code <> 'all' and participants > 0
         """
     ).fetchall()
+    apply_cost_rows(rows, rates, window, "marts.programme_costs")
+
+
+def apply_cost_rows(rows, rates: Rates, window: str, table: str) -> None:
+    """(programme, code, cost per participant, participants) rows as the cost per start."""
     for prog, code, cost, n in rows:
         if (prog, code) in rates.cost_per_start:
             rates.cost_per_start[(prog, code)] = Rate(
@@ -198,7 +209,7 @@ def _cost_rates(con, rates: Rates, window: str) -> None:
                 cost,
                 cost * (1 - COST_SPREAD),
                 cost * (1 + COST_SPREAD),
-                f"marts.programme_costs (total cost / {n} participants; +-25 %)",
+                f"{table} (total cost / {n} participants; +-25 %)",
                 window,
             )
 
@@ -238,15 +249,26 @@ def _whole_window(con) -> str:
 
 
 def read_rates(
-    con, codes: list[str], as_of: date, assumptions: dict | None = None, min_group: int = 5
+    con,
+    codes: list[str],
+    as_of: date,
+    assumptions: dict | None = None,
+    min_group: int = 5,
+    programme_rates=None,
 ) -> Rates:
-    """The domain's rates with each one the warehouse measures replaced by the measurement."""
+    """The domain's rates with each one the warehouse measures replaced by the measurement.
+
+    `programme_rates(con, rates)`, when given, measures the times to certify and the costs per
+    start instead of the marts (the backtest measures them as they were known on a past day)."""
     rates = domain_rates(codes, assumptions)
     _exit_rates(con, as_of, rates)
     _promotion_rates(con, as_of, rates)
-    window = _whole_window(con)
-    _time_rates(con, rates, window)
-    _cost_rates(con, rates, window)
+    if programme_rates is None:
+        window = _whole_window(con)
+        _time_rates(con, rates, window)
+        _cost_rates(con, rates, window)
+    else:
+        programme_rates(con, rates)
     _salary_rates(con, as_of, min_group, rates)
     domain = [r.name for r in rates.all() if not r.measured]
     if domain:

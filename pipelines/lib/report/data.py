@@ -51,6 +51,10 @@ REPORT_TABLES = (
     "capacity_commissioning",
     "change_outcomes",
     "operations_effect",
+    # the workforce plan's budget request and its backtest (issue 55)
+    "workforce_plan",
+    "workforce_plan_backtest",
+    "workforce_plan_rates",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted

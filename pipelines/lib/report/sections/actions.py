@@ -1,13 +1,17 @@
 """Recommended actions: what each costs once and every year, the return the evidence supports,
 the clusters it concerns (the fleet's largest first), and what changed since last quarter.
 
-Three actions follow from the figures, each priced from this company's own data:
+With a workforce plan (`sections/plan.py`, `marts.workforce_plan`), page 1's actions are its
+budget request, one per quarter (whom to hire, which programmes to start, the cost, the payback
+of the training at the measured return), and the renewals due; the request replaces actions 1
+and 3 below, which price the gaps without a programme or a timing. Without a plan, three actions follow from the figures, each priced from
+this company's own data:
 
 1. **Certify the engineers who miss a required certification, largest clusters first.** One-off:
-   engineers × the ROI investment per certification earned over the last 12 months (the ROI's
-   own 12-month investment ÷ exams passed in those months); yearly: their renewals (exam spend
-   per attempt, every validity period). Return: the measured return per certified engineer a
-   year × those who hold no certification yet (the measured effects are of holding one).
+   from engineers × the ROI investment per certification earned over the last 12 months (one
+   each) to every certification their role requires; yearly: their renewals (exam spend per
+   attempt, every validity period). Return: the measured return per certified engineer a year ×
+   those who hold no certification yet (the measured effects are of holding one).
 2. **Book the renewals due in the next 90 days.** One-off: renewals × exam spend per attempt.
    Return: keeps certified engineers certified (the same per-engineer figure).
 3. **Fill empty template seats by moving engineers of the same role first; hire only what a
@@ -34,6 +38,12 @@ from pipelines.lib.report.sections.base import Section, Table, table
 from pipelines.lib.report.sections.composition import CompositionFacts
 from pipelines.lib.report.sections.coverage import CoverageFacts
 from pipelines.lib.report.sections.expiring import ExpiringFacts
+from pipelines.lib.report.sections.plan import (
+    PlanFacts,
+    hire_words,
+    payback_sentence,
+    start_words,
+)
 from pipelines.lib.report.sections.roi import (
     PER_CERTIFICATION_DEFINITION,
     PER_CERTIFICATION_LABEL,
@@ -45,6 +55,8 @@ from pipelines.lib.report.suppression import suppression_mask
 SIZE_ORDER = ("large", "medium", "small")
 SIZE_WORDS = {"large": "1,000+ GPUs", "medium": "100–1,000 GPUs", "small": "10–100 GPUs"}
 SHOWN_CLUSTERS = 3
+PAY_IN_COST = "in the cost: the added engineers' pay"
+REQUEST_QUARTERS = 4  # quarters of the plan's request on page 1 one by one; the rest in one row
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,7 @@ class Action:
     one_off: float | None
     yearly: float | None
     returns: Markup | str
+    yearly_text: str = ""  # printed instead of `yearly` when set
     # the one-off cost when each engineer lacks every certification the role requires (the
     # one-off cost prices one each)
     one_off_most: float | None = None
@@ -174,6 +187,7 @@ def actions_facts(
     composition: CompositionFacts | None,
     roi: RoiFacts,
     validity_months: float = 24.0,
+    plan: PlanFacts | None = None,
 ) -> ActionFacts:
     f = ActionFacts()
     year = roi.year
@@ -186,7 +200,9 @@ def actions_facts(
     per_attempt = roi.exam_spend_per_attempt
     now = clusters(marts, q.last_month, thr)
     size, scope = in_scope(now)
-    if scope:
+    if plan is not None and plan.requests:
+        f.actions += request_actions(plan)
+    if scope and (plan is None or not plan.requests):
         missing = sum(c.missing for c in scope)
         uncert = sum(c.uncertified for c in scope)
         per = f.per_certification
@@ -203,7 +219,7 @@ def actions_facts(
                 once,
                 renew,
                 _return_words(f.per_engineer, uncert, roi),
-                most,
+                one_off_most=most,
             )
         )
     if expiring is not None and expiring.expiring:
@@ -228,7 +244,7 @@ def actions_facts(
                 else "keeps certifications active; no return measured here",
             )
         )
-    if composition is not None and composition.short:
+    if composition is not None and composition.short and (plan is None or not plan.requests):
         below = _below_template(marts, q, thr)
         f.actions.append(
             Action(
@@ -254,6 +270,53 @@ def actions_facts(
         )
     f.follow_up = _follow_up(marts, q, thr, now, scope, coverage, expiring, composition)
     return f
+
+
+def request_actions(plan: PlanFacts) -> list[Action]:
+    """The plan's budget request as page 1's actions: the first quarters one by one, the rest
+    together; each with its cost and the payback of the training spent to date."""
+    first, rest = plan.requests[:REQUEST_QUARTERS], plan.requests[REQUEST_QUARTERS:]
+    out = [
+        Action(
+            f"request-{r.quarter}",
+            sentence("{q}: hire {h}; start {s}", q=r.quarter, h=hire_words(r), s=start_words(r)),
+            sentence(
+                "the fleet plan's templates: {n} seats for engineers holding their track"
+                + (", {m} short" if r.shortfall > 0.5 else ""),
+                n=num(r.template),
+                m=num(r.shortfall),
+            ),
+            r.cost,
+            None,
+            payback_sentence(r, plan.measured),
+            PAY_IN_COST,
+        )
+        for r in first
+    ]
+    if rest:
+        last = rest[-1]
+        out.append(
+            Action(
+                "request-later",
+                sentence(
+                    "{a}–{b}: the rest of the plan (quarter by quarter in the plan section)",
+                    a=rest[0].quarter,
+                    b=last.quarter,
+                ),
+                sentence(
+                    "{n} seats for engineers holding their track by {q}"
+                    + (", {m} short" if last.shortfall > 0.5 else ""),
+                    n=num(last.template),
+                    q=last.quarter,
+                    m=num(last.shortfall),
+                ),
+                sum(r.cost for r in rest),
+                None,
+                payback_sentence(last, plan.measured),
+                PAY_IN_COST,
+            )
+        )
+    return out
 
 
 def _below_template(marts: Marts, q: Quarter, thr: int) -> list:
@@ -364,13 +427,24 @@ def _one_off(a: Action) -> str:
 
 
 def action_rows(f: ActionFacts) -> list[list]:
-    return [[a.what, a.concerns, _one_off(a), _money(a.yearly), a.returns] for a in f.actions]
+    return [
+        [a.what, a.concerns, _one_off(a), a.yearly_text or _money(a.yearly), a.returns]
+        for a in f.actions
+    ]
 
 
 def actions_table(f: ActionFacts, q: Quarter) -> Table | None:
     """The actions as page 1 prints them."""
     if not f.actions:
         return None
+    if any(a.key.startswith("request-") for a in f.actions):
+        return table(
+            f"Budget request by quarter, and the renewals due, {q.label}",
+            ["Request", "Target (or clusters, largest fleet first)", "Cost",
+             "Pay added every year", "Payback or return the evidence supports"],
+            action_rows(f),
+            key="actions",
+        )  # fmt: skip
     return table(
         f"Recommended actions, {q.label}",
         ["Action", "Clusters (largest fleet first)", "One-off cost", "Yearly cost",
@@ -399,11 +473,22 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
         if f.per_certification is not None and f.per_engineer is not None
         else ""
     )
+    if any(a.key == "certify" for a in f.actions):
+        per = sentence(
+            "{per}Certifying is priced from one certification per engineer missing a required "
+            "one to every certification their role requires (the data say who meets the role's "
+            "requirements, not how many each lacks). ",
+            per=per,
+        )
+    if any(a.key.startswith("request-") for a in f.actions):
+        per = sentence(
+            "Page 1's budget request is the workforce plan's (the next section): hires and "
+            "programme starts priced at the company's measured costs, paid back at the measured "
+            "return per certified engineer only. {per}",
+            per=per,
+        )
     section.lead = sentence(
-        "{per}Certifying is priced from one certification per engineer missing a required one to "
-        "every certification their role requires (the data say who meets the role's "
-        "requirements, not how many each lacks). Renewals are priced at the exam spend per "
-        "attempt of the last 12 months and recur "
+        "{per}Renewals are priced at the exam spend per attempt of the last 12 months and recur "
         "every certification's validity; hires at the middle of the seed's salary bands for the "
         "role. The table repeats each action's figure at the end of last quarter, for the same "
         "clusters, so the effect of last quarter's actions can be followed.",

@@ -32,6 +32,7 @@ from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
 from pipelines.lib.report.sections.operations import operations_section
+from pipelines.lib.report.sections.plan import plan_facts, plan_section
 from pipelines.lib.report.sections.programmes import programmes_section
 from pipelines.lib.report.sections.roi import (
     PER_CERTIFICATION_DEFINITION,
@@ -117,6 +118,15 @@ def _composition(b: Build):
     return composition_section(b.marts, b.q, b.thr, basis)
 
 
+def _plan(b: Build):
+    """The plan's request, its payback at the ROI's measured return per certified engineer (the
+    coverage section's certified engineers of the last 12 months), and the backtest."""
+    cov = b.facts.get("coverage")
+    return plan_section(
+        plan_facts(b.marts, b.facts.get("roi"), cov.certified_12m if cov is not None else None)
+    )
+
+
 def _actions(b: Build):
     f = actions_facts(
         b.marts,
@@ -127,6 +137,7 @@ def _actions(b: Build):
         b.facts.get("composition"),
         b.facts["roi"],
         b.inputs.validity_months,
+        b.facts.get("plan"),
     )
     section = actions_section(f, b.q, b.facts["roi"])
     rows = benchmark_rows(
@@ -157,6 +168,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
     "operations": _operations,
     "roi": _roi,
     "composition": _composition,
+    "plan": _plan,
     "actions": _actions,
     "programmes": _programmes,
     "careers": _careers,
@@ -164,6 +176,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
 # printed in this order after page 1
 PRINTED = (
     "actions",
+    "plan",
     "roi",
     "coverage",
     "gaps",
