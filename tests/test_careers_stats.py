@@ -686,3 +686,29 @@ def test_pool_levels_merges_a_small_or_uniform_level_with_the_next_one():
     assert got[levels.isin([4, 5])].eq("4-5").all()  # the top level joins the one below
     assert got[levels == 0].eq("1-2").all()  # unknown joins the largest group (41 cases)
     assert set(got) == {"1-2", "3", "4-5"}
+
+
+def test_time_in_level_quartiles_and_share_within_the_band_match_a_hand_calculation():
+    # months in a level (1: promoted, 0: censored); the band is 3 to 6 months
+    times = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0, 9.5]
+    events = [1, 1, 0, 1, 0, 1, 1, 0, 0, 0]
+    steps = kaplan_meier_by_hand(times, events)
+
+    def survival(t):
+        return min([s for u, s in steps if u <= t], default=1.0)
+
+    got = career_stats.level_quantiles(np.array(times), np.array(events, dtype=bool), (3.0, 6.0))
+    assert got["q1_months"] == pytest.approx(next(t for t, s in steps if s <= 0.75 + 1e-12))
+    assert math.isnan(got["median_months"]) == (min(s for _, s in steps) > 0.5)
+    assert got["promoted_within_band"] == pytest.approx(survival(3.0) - survival(6.0))
+    # an open-ended band, or one longer than anyone was followed, gives no share
+    assert math.isnan(
+        career_stats.level_quantiles(np.array(times), np.array(events), (48.0, math.nan))[
+            "promoted_within_band"
+        ]
+    )
+    assert math.isnan(
+        career_stats.level_quantiles(np.array(times), np.array(events), (3.0, 12.0))[
+            "promoted_within_band"
+        ]
+    )

@@ -255,6 +255,9 @@ LEVEL_YEARS = {
 }
 BANDS = {1: (0, 6), 2: (6, 12), 3: (12, 24), 4: (24, 48), 5: (48, None)}
 TIME_IN_LEVEL = {1: 5.5, 2: 14.0, 3: 20.0, 4: None, 5: None}  # level 2 planted slower than band
+# level 4: fewer than half promoted (no median), but a quarter by month 30
+Q1_WITHOUT_MEDIAN = {4: 30.0}
+WITHIN_BAND = {1: 0.55, 2: 0.3, 3: 0.62, 4: 0.18, 5: None}
 
 
 def progression_mart() -> pd.DataFrame:
@@ -274,7 +277,9 @@ def time_in_level_mart() -> pd.DataFrame:
         small = n < THR
         rows.append(dict(skill_level=lv, engineers=None if small else n, promotions=None,
                          median_months=None if small else m,
-                         q1_months=None if small or m is None else m * 0.6,
+                         q1_months=None if small else Q1_WITHOUT_MEDIAN.get(lv) if m is None
+                         else m * 0.6,
+                         promoted_within_band=None if small else WITHIN_BAND[lv],
                          q3_months=None if small or m is None else m * 1.5,
                          band_min_months=BANDS[lv][0], band_max_months=BANDS[lv][1],
                          suppressed=small))  # fmt: skip
@@ -532,16 +537,20 @@ def test_ladder_figures_are_the_planted_levels(careers):
         band = BANDS[lv]
         assert row[0] == (f"{band[0]}–{band[1]}" if band[1] else f"{band[0]}+")
         if lv in (4, 5):  # level 5 has 3 engineers; level 4 (12) is the complement
-            assert row[2:5] == ["<5", "<5", "<5"]
+            assert row[3:6] == ["<5", "<5", "<5"]
         else:
-            assert row[2:5] == [num(n), num(k), pct(k / n)]
+            assert row[3:6] == [num(n), num(k), pct(k / n)]
+        if lv < 5:
+            assert row[2] == pct(WITHIN_BAND[lv])
     assert rows["2 Operational"][1].startswith("14.0 (8.4–21.0)")
-    assert rows["5 Architect"][1] == "<5"  # 4 engineers in the time-in-level model
+    # no median, but the first quartile is reached: it is printed
+    assert rows["4 Expert"][1] == "not reached (a quarter by 30.0)"
+    assert rows["5 Architect"][1:3] == ["<5", "<5"]  # 4 engineers in the time-in-level model
     # the total is over every level (hidden ones included, two of them, so neither recovers)
     total = [text(c) for c in table_of(section, "careers-ladder").total]
     n_all = sum(y[0][0] for y in LEVEL_YEARS.values())
     k_all = sum(y[0][1] for y in LEVEL_YEARS.values())
-    assert total[3:6] == [num(n_all), num(k_all), pct(k_all / n_all)]
+    assert total[4:7] == [num(n_all), num(k_all), pct(k_all / n_all)]
     assert f"{k_all} promotions in the calendar year (2025)" in text(section.lead)
     # level 2 is planted slower than its band (14 months against 6-12)
     assert "longer than the ladder's band at level 2 (median 14.0 months" in text(section.lead)
@@ -600,7 +609,7 @@ def test_missing_career_marts_read_as_not_available():
     assert not section.available and facts is None
     section, _ = careers_section(marts(salary_bands=None, level_progression=None), Q, THR)
     assert section.available
-    assert rows_of(section, "careers-ladder")["1 Foundation"][2] == "not available"
+    assert rows_of(section, "careers-ladder")["1 Foundation"][3] == "not available"
     assert "level_progression, salary_bands" in text(section.notes[-1])
 
 

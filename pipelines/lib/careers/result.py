@@ -360,6 +360,9 @@ TIME_IN_LEVEL_DESCRIPTIONS = {
     "fewer than half were promoted within follow-up",
     "q1_months": "months by which a quarter had been promoted; NULL when not reached",
     "q3_months": "months by which three quarters had been promoted; NULL when not reached",
+    "promoted_within_band": "Kaplan-Meier share of spells promoted between the band's low and "
+    "high end (S(band_min) - S(band_max)); NULL when the band is open-ended, the band outlasts "
+    "the longest spell followed, or the group is small",
     "band_min_months": "the ladder's experience_min_months of the level (seed skill_levels)",
     "band_max_months": "the ladder's experience_max_months of the level (NULL: open-ended)",
     "suppressed": "true when the row's figures are hidden (small group)",

@@ -82,6 +82,7 @@ class Level:
     median: float | None = None
     q1: float | None = None
     q3: float | None = None
+    within_band: float | None = None  # Kaplan-Meier share promoted within the band
     time_hidden: bool = True
     time_engineers: float | None = None
     # the year's progression
@@ -111,6 +112,25 @@ def _time_in_level(df: pd.DataFrame, levels: dict[int, Level], thr: int) -> None
         if not lv.time_hidden:
             lv.median, lv.q1, lv.q3 = (value(r, c) for c in ("median_months", "q1_months",
                                                              "q3_months"))  # fmt: skip
+            lv.within_band = value(r, "promoted_within_band")
+
+
+def time_cell(lv: Level) -> Markup | str:
+    """The Kaplan-Meier quartiles of months in level, as far as they are reached: `18.0
+    (12.0–30.0)`; `not reached (a quarter by 25.0)` when fewer than half were promoted but a
+    quarter were; `not reached (under a quarter promoted)` when not even a quarter were."""
+    one = lambda v: num(v, 1)  # noqa: E731
+    if lv.median is None:
+        if lv.q1 is None:
+            return "not reached (under a quarter promoted)"
+        return sentence("not reached (a quarter by {q})", q=fig(f"level-q1-{lv.level}", one(lv.q1)))
+    q3 = one(lv.q3) if lv.q3 is not None else "not reached"
+    return sentence(
+        "{m} ({q1}–{q3})",
+        m=fig(f"level-median-{lv.level}", one(lv.median)),
+        q1=fig(f"level-q1-{lv.level}", one(lv.q1)) if lv.q1 is not None else DASH,
+        q3=q3,
+    )
 
 
 def report_year(years: set[int], q: Quarter) -> tuple[int | None, bool]:
@@ -160,16 +180,12 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
     for lv in sorted(f.levels.values(), key=lambda lv: lv.level):
         if "time_in_level" not in have:
             median: Markup | str = "not available"
+            within: str = "not available"
         elif lv.time_hidden:
-            median = mask_label(thr)
-        elif lv.median is None:
-            median = "not reached"
+            median = within = mask_label(thr)
         else:
-            median = sentence(
-                "{m} ({iq})",
-                m=fig(f"level-median-{lv.level}", num(lv.median, 1)),
-                iq=interval(lv.q1, lv.q3, lambda v: num(v, 1)),
-            )
+            median = time_cell(lv)
+            within = DASH if lv.within_band is None else pct(lv.within_band)
         h = lv.hidden
         if "level_progression" not in have or f.year is None:
             year_cells: list = ["not available"] * 4
@@ -182,21 +198,24 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
                 mask_label(thr) if h else pct(lv.outside),
             ]  # fmt: skip
         rows.append([f"{lv.level} {lv.name}".strip(), _band(lv.band_min, lv.band_max),
-                     median, *year_cells])  # fmt: skip
+                     median, within, *year_cells])  # fmt: skip
     total = None
     if f.promotions is not None and f.engineers:
-        total = ["All levels", "", "", num(f.engineers),
+        total = ["All levels", "", "", "", num(f.engineers),
                  fig("promotions-year", num(f.promotions)),
                  pct(f.promotions / f.engineers), ""]  # fmt: skip
     return table(
         "Promotion velocity against the ladder's time bands",
         ["Level", "Band (months)", "Median months in level (quartiles)",
-         f"Engineers at the level, {when}", f"Promotions, {when}",
+         "Promoted within the band", f"Engineers at the level, {when}", f"Promotions, {when}",
          f"Promotion rate, {when}", f"Outside the band, {when}"],
         rows, total=total, key="careers-ladder",
         note="Band: how long the ladder expects a level to take (skill level seed). Median "
         "months in level until promotion, all years (Kaplan-Meier; \u201cnot reached\u201d: "
-        "fewer than half were promoted). Outside the band: level stretches promoted faster than "
+        "fewer than half were promoted; the quartiles are the months by which a quarter and "
+        "three quarters were). Promoted within the band: the Kaplan-Meier share promoted "
+        "between the band's low and high end (none for an open-ended band or one longer than "
+        "anyone was followed). Outside the band: level stretches promoted faster than "
         "the band's low end or held past its high end, of those whose start is known.",
     )  # fmt: skip
 
