@@ -536,8 +536,10 @@ def test_ladder_figures_are_the_planted_levels(careers):
         row = next(v for name, v in rows.items() if name.startswith(f"{lv} "))
         band = BANDS[lv]
         assert row[0] == (f"{band[0]}–{band[1]}" if band[1] else f"{band[0]}+")
-        if lv in (4, 5):  # level 5 has 3 engineers; level 4 (12) is the complement
+        if lv == 5:  # 3 engineers: fewer than the minimum
             assert row[3:6] == ["<5", "<5", "<5"]
+        elif lv == 4:  # 12 engineers, hidden only as the complement of level 5: not "<5"
+            assert row[3:6] == ["hidden", "hidden", "hidden"]
         else:
             assert row[3:6] == [num(n), num(k), pct(k / n)]
         if lv < 5:

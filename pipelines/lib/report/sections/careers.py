@@ -41,7 +41,7 @@ from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effects, status_tag
 from pipelines.lib.report.sections.programmes import flag, unreadable, usable, value
-from pipelines.lib.report.suppression import is_small, mask_label, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, is_small, suppression_mask
 
 LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
 MARTS = ("time_in_level", "level_progression", "promotion_effect", "salary_bands")
@@ -182,7 +182,7 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
             median: Markup | str = "not available"
             within: str = "not available"
         elif lv.time_hidden:
-            median = within = mask_label(thr)
+            median = within = hidden_label(lv.time_engineers, thr)
         else:
             median = time_cell(lv)
             within = DASH if lv.within_band is None else pct(lv.within_band)
@@ -190,13 +190,13 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
         if "level_progression" not in have or f.year is None:
             year_cells: list = ["not available"] * 4
         else:
+            gone = hidden_label(lv.engineers, thr)
             year_cells = [
-                mask_label(thr) if h else num(lv.engineers),
-                mask_label(thr) if h else num(lv.promotions),
-                mask_label(thr) if h or not lv.engineers
-                else pct((lv.promotions or 0) / lv.engineers),
-                mask_label(thr) if h else pct(lv.outside),
-            ]  # fmt: skip
+                gone if h else num(lv.engineers),
+                gone if h else num(lv.promotions),
+                gone if h or not lv.engineers else pct((lv.promotions or 0) / lv.engineers),
+                gone if h else pct(lv.outside),
+            ]
         rows.append([f"{lv.level} {lv.name}".strip(), _band(lv.band_min, lv.band_max),
                      median, within, *year_cells])  # fmt: skip
     total = None
@@ -309,8 +309,8 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
         h, w = r.hidden, r.withheld
         full_rows.append(
             [f"{r.level} {names.get(r.level, '')}".strip(), r.group,
-             mask_label(thr) if h else num(r.headcount),
-             mask_label(thr) if h else ("withheld" if w else num(r.with_pay)),
+             hidden_label(r.headcount, thr) if h else num(r.headcount),
+             hidden_label(r.headcount, thr) if h else ("withheld" if w else num(r.with_pay)),
              "withheld" if w else pct(r.below), "withheld" if w else pct(r.above),
              "withheld" if w else ratio(r.compa)]
         )  # fmt: skip

@@ -24,7 +24,7 @@ from pipelines.lib.report.sections.base import (
     team_tables,
     unavailable,
 )
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, shown, suppression_mask
 from pipelines.lib.roi.assumptions import Target
 
 
@@ -116,10 +116,10 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: Target | None, total
         rows.append(
             [
                 name,
-                shown(r.headcount, h, thr),
-                shown(r.any_cert_headcount, h, thr),
-                shown(r.required_cert_compliant_headcount, h, thr),
-                mask_label(thr) if h else pct(s),
+                shown(r.headcount, h, thr, size=r.headcount),
+                shown(r.any_cert_headcount, h, thr, size=r.headcount),
+                shown(r.required_cert_compliant_headcount, h, thr, size=r.headcount),
+                hidden_label(r.headcount, thr) if h else pct(s),
             ]
         )
         data.append(

@@ -25,7 +25,7 @@ from pipelines.lib.report.sections.effects import (
     estimate_text,
     read_effects,
 )
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, mask_label, shown, suppression_mask
 
 STATUS_LABELS = {  # incident_rates.certification_status, in reading order
     "certified": "Certified (active)",
@@ -184,14 +184,16 @@ def _status_rows(st: pd.DataFrame, thr: int, quarter: bool = True) -> list[list]
         rows.append(
             [
                 status_label(r.certification_status),
-                fig("employed", num(r.engineers)) if is_all else shown(r.engineers, h, thr),
-                shown(r.engineer_months, h, thr),
-                shown(r.incidents, h, thr),
-                mask_label(thr)
+                fig("employed", num(r.engineers))
+                if is_all
+                else shown(r.engineers, h, thr, size=r.engineers),
+                shown(r.engineer_months, h, thr, size=r.engineers),
+                shown(r.incidents, h, thr, size=r.engineers),
+                hidden_label(r.engineers, thr)
                 if h
                 else (fig("incident-rate", rate_txt) if is_all else rate_txt)
                 + f" ({rate[1]:.1f}–{rate[2]:.1f})",
-                mask_label(thr)
+                hidden_label(r.engineers, thr)
                 if h
                 else (
                     fig("mttr-median", num(r.mttr_median_minutes))

@@ -165,13 +165,19 @@ GLOSSARY = [
     ("Cost per certification", "course and exam fees, engineers' training hours and "
      "apprentices' senior time, ÷ certifications earned."),
     ("Compa-ratio", "pay ÷ the midpoint of the level's pay band; 1 = at the midpoint."),
-    ("<5 (hidden)", "a group of fewer than 5 engineers, or a second group hidden so that the "
-     "first cannot be recovered from a total."),
+    ("<5", "a group of fewer than 5 engineers."),
+    ("hidden", "a group of 5 or more engineers hidden only so that a smaller one cannot be "
+     "recovered from a total (complementary suppression)."),
 ]  # fmt: skip
 
 
 def glossary(thr: int) -> list[tuple[str, str]]:
     return [
-        (term.replace("<5", f"<{thr}"), text.replace("fewer than 5", f"fewer than {thr}"))
+        (
+            term.replace("<5", f"<{thr}"),
+            text.replace("fewer than 5", f"fewer than {thr}").replace(
+                "5 or more", f"{thr} or more"
+            ),
+        )
         for term, text in GLOSSARY
     ]

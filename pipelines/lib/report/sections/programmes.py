@@ -48,7 +48,7 @@ from pipelines.lib.report.fmt import (
 )
 from pipelines.lib.report.sections.base import Data, Section, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effect, status_tag
-from pipelines.lib.report.suppression import is_small, mask_label
+from pipelines.lib.report.suppression import hidden_label, is_small, mask_label
 
 SEED = DBT_PROJECT_DIR / "seeds" / "training_programme_types.csv"
 # the order a reader expects: the reference path first, then by cost
@@ -309,11 +309,13 @@ def seed_figures(path: Path = SEED) -> dict[str, str]:
 
 
 def _count(p: Programme, v: float | None, thr: int) -> str:
-    return mask_label(thr) if p.hidden else num(v)
+    return hidden_label(p.participants, thr) if p.hidden else num(v)
 
 
 def _rate(p: Programme, share: float | None, base: float | None, thr: int) -> str:
-    if p.hidden or (base is not None and is_small(base, thr)):
+    if p.hidden:
+        return hidden_label(p.participants, thr)
+    if base is not None and is_small(base, thr):
         return mask_label(thr)
     return pct(share) if share is not None else DASH
 
@@ -376,9 +378,10 @@ def _cost_table(f: ProgrammeFacts, thr: int, seed: dict[str, str]):
         if not p.costs and p.cost_hidden:
             continue
         h = p.cost_hidden
-        cells = [mask_label(thr) if h else usd(p.costs.get(c)) for c, _ in COST_PARTS]
+        gone = hidden_label(p.participants, thr)
+        cells = [gone if h else usd(p.costs.get(c)) for c, _ in COST_PARTS]
         per = p.cost_per_certification
-        per_text: Markup | str = mask_label(thr) if h else (
+        per_text: Markup | str = gone if h else (
             fig(f"programme-cost-per-cert-{p.code}", usd(per)) if per is not None
             else "none earned"
         )  # fmt: skip
