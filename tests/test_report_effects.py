@@ -189,3 +189,49 @@ def test_method_appendix_quotes_the_robustness_figure_beside_the_headline():
         in (with_it.notes[0])
     )
     assert "simpler design" not in without.notes[0]
+
+
+def test_a_pretrend_that_rejects_is_said_with_its_p_value_and_its_meaning():
+    e = read_effect(pd.Series(dict(NEW, finding=False, pretrend_p=0.0039, pretrend_rejected=True)))
+    text = _plain(effect_sentence(e))
+    assert "pre-trend test p = 0.0039" in text
+    assert "would arise by chance about 4 times in 1,000 if the rates had not differed" in text
+    # more data would not mend a pre-trend: no power sentence
+    assert "4 times in 5" not in text
+
+
+def _with_power(se: float, claimed: float, months: float, estimate: float = 0.9):
+    """An incident row whose interval has standard error `se` on the log scale, and the power
+    columns the estimator writes for it (pipelines/lib/effects/power.py)."""
+    import math
+
+    from pipelines.lib.effects import power
+
+    lo, hi = (
+        math.exp(math.log(estimate) - 1.959964 * se),
+        math.exp(math.log(estimate) + 1.959964 * se),
+    )
+    row = power.power_row((lo, hi), lambda r: math.nan, months, claimed)
+    return dict(NEW, estimate=estimate, ci_low=lo, ci_high=hi, finding=False, **row)
+
+
+def test_an_effect_not_distinguishable_says_what_the_data_could_have_found():
+    # se 0.15: the smallest reduction found 4 times in 5 is exp(-2.80 x 0.15) = 0.66, and the
+    # assumed 0.80 needs (2.80 x 0.15 / ln 0.8)^2 = 3.55 times the 6,000 engineer-months
+    e = read_effect(pd.Series(_with_power(0.15, 0.80, 6000)))
+    assert e.status == "not_shown"
+    text = _plain(effect_sentence(e))
+    assert (
+        "smallest change a test finds 4 times in 5 is 34 % fewer incidents per engineer-month"
+        in text
+    )
+    assert "(ratio 0.66, 80 % power" in text
+    more = 6000 * (2.8016 * 0.15 / 0.22314) ** 2 - 6000
+    said = int(re.search(r"needs about ([\d,]+) more engineer-months", text)[1].replace(",", ""))
+    assert said == pytest.approx(more, rel=0.002)
+    # a company large enough for the assumed size is told the effect is likely smaller
+    big = _plain(effect_sentence(read_effect(pd.Series(_with_power(0.05, 0.80, 60000)))))
+    assert "would have been found: the effect is more likely smaller than assumed" in big
+    # shown effects carry no such sentence
+    shown = read_effect(pd.Series(dict(_with_power(0.05, 0.80, 60000), finding=True)))
+    assert "4 times in 5" not in _plain(effect_sentence(shown))

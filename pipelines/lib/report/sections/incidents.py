@@ -127,7 +127,7 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
     rows = []
     for e in effects.values():
         if e.n_engineers is not None and e.n_engineers < thr:
-            rows.append([e.label, mask_label(thr), effect_status(e), "", "", ""])
+            rows.append([e.label, mask_label(thr), effect_status(e), "", "", "", ""])
             continue
         adjusted = estimate_text(e) if e.estimable else "–"
         naive = (
@@ -149,18 +149,29 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
                     "{n} {what}", n=fig(f"n-events-{e.metric}", num(e.n_events)),
                     what=EVENTS.get(e.metric, "events"),
                 ),
+                "–" if e.mde_ratio is None else fig(f"mde-{e.metric}", ratio(e.mde_ratio)),
             ]
         )  # fmt: skip
     window = next((e.window for e in effects.values() if e.window), "")
     return table(
         "Estimated effect of certification (ratio; 1 = no difference)",
-        ["Outcome", "Estimate (95 % CI)", "Status", "Plain comparison", "Engineers", "Events"],
+        [
+            "Outcome",
+            "Estimate (95 % CI)",
+            "Status",
+            "Plain comparison",
+            "Engineers",
+            "Events",
+            "Smallest detectable ratio",
+        ],  # fmt: skip
         rows,
         key="effects",
         note="Estimated from complete months"
         + (f" ({window})" if window else "")
         + ": the latest month of the data is still being delivered and enters once the next "
-        "month's exports arrive. The method appendix says how each is estimated.",
+        "month's exports arrive. Smallest detectable ratio: the smallest reduction these data "
+        "find 4 times in 5 (80 % power, 5 % two-sided; Bloom 1995). The method appendix says "
+        "how each is estimated.",
     )
 
 

@@ -24,6 +24,7 @@ from pipelines.lib.report.sections.effects import (
     Effect,
     effect_status,
     estimate_text,
+    p_text,
 )
 
 CAVEAT = (
@@ -49,10 +50,6 @@ PROGRAMMES_METHOD = (
 
 # sentences of the mart's caveats that restate a figure this appendix prints from its columns
 _RESTATES = re.compile(r"95 % CI|\bp = |Pre-trend check|Based on \d|With one indicator")
-
-
-def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _caveats(text: str, printed: set[str]) -> str:
@@ -88,11 +85,11 @@ def effect_paragraph(e: Effect, printed: set[str] | None = None) -> Markup:
         text += sentence(" Estimate {est}: {why}.", est=estimate_text(e, long=True), why=e.why)
     else:
         text += sentence(" Not estimable: {why}.", why=e.why)
-    if e.pretrend_p is not None:
+    if e.pretrend_p is not None and not (e.pretrend_rejected and e.estimable):  # else in `why`
         text += sentence(
             " Before certifying, the rates {did} (pre-trend test, {p}).",
             did="already differed" if e.pretrend_rejected else "did not differ",
-            p=_p(e.pretrend_p),
+            p=p_text(e.pretrend_p),
         )
     if e.naive_estimate is not None:
         how = e.naive_method.split(":", 1)[-1].split(";")[0].strip() if e.naive_method else ""
