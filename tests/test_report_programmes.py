@@ -582,6 +582,24 @@ def test_pay_prints_aggregates_of_the_published_mart_only(careers):
     assert dollars <= bands
 
 
+def test_pay_below_the_band_by_role_family_of_the_published_levels(careers):
+    section, _ = careers
+    rows = rows_of(section, "careers-pay-family")
+    # recomputed from the planted groups: a level hidden (3 people) or withheld (4 with pay)
+    # is left out of its family's share
+    expected = {}
+    for fam in ("operations", "network"):
+        seen = [(w, b) for (lv, f), (n, w, b, _, _) in PAY.items()
+                if f == fam and n >= THR and w >= THR]  # fmt: skip
+        k = sum(w for w, _ in seen)
+        levels = sum(1 for (_, f) in PAY if f == fam)
+        expected[fam.capitalize()] = [num(k), pct(sum(w * b for w, b in seen) / k),
+                                      f"{levels - len(seen)} of {levels}"]  # fmt: skip
+    assert rows == expected
+    # the largest share below the band first
+    assert list(rows) == ["Network", "Operations"]
+
+
 @pytest.mark.parametrize("status", ["shown", "not_shown", "not_estimable"])
 def test_the_promotion_effect_follows_its_status(status):
     section, _ = careers_section(marts(promotion_effect=promotion_mart(status)), Q, THR)

@@ -31,6 +31,7 @@ from pipelines.lib.report.fmt import (
     fig,
     interval,
     missing,
+    nice,
     num,
     pct,
     ratio,
@@ -281,6 +282,42 @@ def _pay_by_level(rows: list[PayRow]) -> list[list]:
     return out
 
 
+def below_by_family(rows: list[PayRow], thr: int) -> list[tuple[str, float, float, int, int]]:
+    """Per role family: (family, engineers with pay, share below the band's low end, levels
+    withheld, levels), over the family's levels whose pay the published mart shows; families
+    with fewer than `thr` engineers with pay over those levels are left out (a share of a small
+    group)."""
+    out = []
+    for family in sorted({r.group for r in rows if r.group != "all"}):
+        mine = [r for r in rows if r.group == family]
+        seen = [r for r in mine if not r.withheld and r.with_pay and r.below is not None]
+        n = float(sum(r.with_pay for r in seen))  # type: ignore[misc]
+        if is_small(n, thr) or not n:
+            continue
+        below = sum(r.below * r.with_pay for r in seen) / n  # type: ignore[operator]
+        out.append((family, n, below, len(mine) - len(seen), len(mine)))
+    return sorted(out, key=lambda t: (-t[2], t[0]))
+
+
+def _family_table(rows: list[PayRow], thr: int, q: Quarter) -> Table | None:
+    fams = below_by_family(rows, thr)
+    if not fams:
+        return None
+    return table(
+        f"Pay below the band by role family, {q.label}",
+        ["Role family", "Engineers with pay", "Below the band's low end", "Levels withheld"],
+        [
+            [nice(f), num(n), fig(f"pay-below-band-{f}", pct(b)),
+             f"{w} of {k}" if w else "none"]
+            for f, n, b, w, k in fams
+        ],
+        key="careers-pay-family",
+        note=f"Role families with at least {thr} engineers with pay over the levels the "
+        "published mart shows, the largest share below the band first; a level withheld there "
+        "(fewer than the minimum with pay) is left out of its family's share.",
+    )  # fmt: skip
+
+
 def _k(v: float | None) -> str:
     """A band's end in thousands: $95k."""
     return DASH if v is None else f"${v / 1000:,.0f}k"
@@ -466,6 +503,9 @@ def careers_section(
     pay = _pay_rows(sb, q, thr) if sb is not None else []
     if pay:
         tables += _pay_tables(pay, names, thr, q)
+        family = _family_table(pay, thr, q)
+        if family is not None:
+            tables.append(family)
     notes: list = []
     if f.effect is not None:
         tables.append(promotion_table(f.effect))
@@ -475,7 +515,8 @@ def careers_section(
         gone.append(f"salary_bands for {q.label}")
     if gone:
         notes.append(f"Not available: {', '.join(gone)}.")
-    order = ["careers-ladder", "careers-promotion", "careers-pay", "careers-pay-all"]
+    order = ["careers-ladder", "careers-promotion", "careers-pay", "careers-pay-family",
+             "careers-pay-all"]  # fmt: skip
     section = Section(sid, title, True, _lead(f, thr), [], tables, notes, order=order)
     return section, f
 
