@@ -624,6 +624,46 @@ def test_a_year_the_data_hold_only_in_part_is_labelled_to_date():
     assert "Promotions, 2026 to date" in table_of(section, "careers-ladder").columns
 
 
+# the 12 months to the report's quarter end (2025-10-01 .. 2026-09-30) and to the quarter
+# before: level -> (engineers, promotions)
+TRAILING = {Q.end: {1: (30, 9), 2: (25, 6), 3: (40, 8), 4: (35, 3), 5: (15, 0)},
+            date(2026, 6, 30): {1: (28, 2), 2: (24, 2), 3: (41, 2), 4: (33, 2), 5: (14, 0)}}  # fmt: skip
+
+
+def trailing_mart() -> pd.DataFrame:
+    return pd.DataFrame(
+        [dict(skill_level=lv, window_end=end, engineers=n, promotions=k,
+              promotion_rate=k / n, share_outside_band=0.05 * lv, suppressed=False,
+              published_suppressed=False)
+         for end, levels in TRAILING.items() for lv, (n, k) in levels.items()]
+    )  # fmt: skip
+
+
+def test_the_ladder_reads_the_12_months_to_the_quarter_end_rather_than_a_calendar_year():
+    section, facts = careers_section(marts(level_progression_12m=trailing_mart()), Q, THR)
+    assert facts.trailing
+    ladder = table_of(section, "careers-ladder")
+    assert "Promotions, 12 months to Sep 2026" in ladder.columns
+    rows = rows_of(section, "careers-ladder")
+    for lv, (n, k) in TRAILING[Q.end].items():
+        row = next(v for name, v in rows.items() if name.startswith(f"{lv} "))
+        assert row[3:6] == [num(n), num(k), pct(k / n)]
+    k_all = sum(k for _, k in TRAILING[Q.end].values())
+    assert f"{k_all} promotions in the 12 months to Sep 2026 across the 5 levels" in text(
+        section.lead
+    )
+    # a level nobody held in the window reads as none, not as a hidden group
+    no_one = trailing_mart()
+    no_one = no_one[(no_one["skill_level"] != 1) | (no_one["window_end"] != Q.end)]
+    section, _ = careers_section(marts(level_progression_12m=no_one), Q, THR)
+    assert rows_of(section, "careers-ladder")["1 Foundation"][3:6] == ["0", "0", "–"]
+    # a quarter the trailing mart does not reach falls back to the calendar year
+    earlier = trailing_mart()
+    earlier = earlier[earlier["window_end"] != Q.end]
+    _, old = careers_section(marts(level_progression_12m=earlier), Q, THR)
+    assert not old.trailing and old.year == 2025
+
+
 def test_missing_career_marts_read_as_not_available():
     section, facts = careers_section(Marts(tables={}, source=Path("x")), Q, THR)
     assert not section.available and facts is None
@@ -711,3 +751,30 @@ def test_the_whole_report_prints_within_twelve_pages_at_any_company_size(tmp_pat
     result = render_report(db, QUARTER, tmp_path / "out")
     assert result["sections"]["programmes"] and result["sections"]["careers"]
     assert result["pages"] <= 12
+
+
+def test_programmes_without_a_certification_track_are_counted_from_the_spend():
+    # apprenticeship and internal courses name no certification: no episode is theirs, but the
+    # investment counts their people and costs, so the section must not drop them
+    tracked = [e for e in planted_episodes() if e.programme not in ("apprenticeship", "internal")]
+    spend = pd.DataFrame(
+        [dict(quarter=date(2026, 4, 1), spend_category="apprenticeship", participants=6,
+              enrolments=6, completions=4, spend_usd=0.0, training_hours=300.0),
+         dict(quarter=date(2026, 7, 1), spend_category="apprenticeship", participants=5,
+              enrolments=5, completions=1, spend_usd=0.0, training_hours=120.0),
+         dict(quarter=date(2026, 7, 1), spend_category="internal", participants=3,
+              enrolments=3, completions=3, spend_usd=0.0, training_hours=24.0),
+         dict(quarter=date(2026, 7, 1), spend_category="online", participants=40,
+              enrolments=44, completions=30, spend_usd=9000.0, training_hours=800.0)]
+    )  # fmt: skip
+    tables = {
+        name: df[~df["programme_type"].isin(["apprenticeship", "internal"])]
+        if "programme_type" in df else df
+        for name, df in planted_tables(tracked).items()
+    }  # fmt: skip
+    tables["training_spend"] = spend
+    section, _ = programmes_section(Marts(tables=tables, source=Path("p.duckdb")), THR)
+    rows = rows_of(section, "programmes-untracked")
+    assert rows == {"Apprenticeship": ["11", "5", "$0", "420"], "Internal": ["<5"] * 4}
+    assert "Apprenticeship and Internal courses carry no certification track" in text(section.lead)
+    assert "Apprenticeship" not in rows_of(section, "programmes")

@@ -39,6 +39,7 @@ REPORT_TABLES = (
     # training programmes and careers (issue 27)
     "programme_outcomes",
     "level_progression",
+    "level_progression_12m",
     "salary_bands",
     "time_to_certify",
     "programme_comparison",
@@ -68,6 +69,7 @@ GRAIN = {
     # the report sums these over tracks, cohorts and years and suppresses what it prints
     "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
     "level_progression": ("skill_level", "year"),
+    "level_progression_12m": ("skill_level", "window_end"),
 }
 
 

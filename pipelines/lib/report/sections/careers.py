@@ -4,9 +4,10 @@ followed by promotion, and pay against the bands in aggregate only.
 Sources (each optional: a missing mart makes its part say "not available"):
 
 - `time_in_level`: the Kaplan-Meier median months in each level until promotion (all years);
-- `level_progression` (the build file's restricted copy when at hand): engineers at each level,
-  promotions and the share of level stretches outside the band, in one calendar year: the last
-  complete one at the report's quarter, else the latest the data hold (labelled year to date);
+- `level_progression_12m` (the build file's restricted copy when at hand): engineers at each
+  level, promotions and the share of level stretches outside the band, in the 12 months to the
+  report's quarter end; without it (an older warehouse) `level_progression`, one calendar year:
+  the last complete one at the report's quarter, else the latest the data hold (year to date);
 - `promotion_effect`: the promotion hazard ratio of certified engineers, printed through
   `status_tag` (shown / not shown / not estimable);
 - `salary_bands`, always the PUBLISHED mart (pay rounded, withheld for small groups or groups
@@ -31,6 +32,7 @@ from pipelines.lib.report.fmt import (
     fig,
     interval,
     missing,
+    month_label,
     nice,
     num,
     pct,
@@ -45,7 +47,13 @@ from pipelines.lib.report.sections.programmes import flag, unreadable, usable, v
 from pipelines.lib.report.suppression import hidden_label, is_small, suppression_mask
 
 LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
-MARTS = ("time_in_level", "level_progression", "promotion_effect", "salary_bands")
+MARTS = (
+    "time_in_level",
+    "level_progression_12m",
+    "level_progression",
+    "promotion_effect",
+    "salary_bands",
+)
 METRIC = "promotion_hazard_ratio"
 
 
@@ -98,6 +106,8 @@ class CareerFacts:
     levels: dict[int, Level] = field(default_factory=dict)
     year: int | None = None
     year_to_date: bool = False
+    trailing: bool = False  # the 12 months to the quarter's end (level_progression_12m)
+    quarter_end: date | None = None
     promotions: float | None = None  # all levels, the year
     engineers: float | None = None  # all levels, the year
     effect: Effect | None = None
@@ -121,6 +131,8 @@ def time_cell(lv: Level) -> Markup | str:
     (12.0–30.0)`; `not reached (a quarter by 25.0)` when fewer than half were promoted but a
     quarter were; `not reached (under a quarter promoted)` when not even a quarter were."""
     one = lambda v: num(v, 1)  # noqa: E731
+    if lv.time_engineers == 0:
+        return "no engineers"
     if lv.median is None:
         if lv.q1 is None:
             return "not reached (under a quarter promoted)"
@@ -147,13 +159,29 @@ def report_year(years: set[int], q: Quarter) -> tuple[int | None, bool]:
     return y, y == q.end.year and q.end.month != 12
 
 
+def trailing_progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> bool:
+    """The 12 months to the quarter's end (`level_progression_12m`); False when the mart holds
+    no window ending then."""
+    cur = df[pd.to_datetime(df["window_end"]).dt.date == q.end]
+    if cur.empty:
+        return False
+    f.trailing = True
+    _levels_of(cur, f, thr)
+    return True
+
+
 def _progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> None:
     df = df.copy()
     df["_year"] = df["year"].map(_year_of)
     f.year, f.year_to_date = report_year({y for y in df["_year"] if y is not None}, q)
     if f.year is None:
         return
-    cur = df[df["_year"] == f.year]
+    _levels_of(df[df["_year"] == f.year], f, thr)
+
+
+def _levels_of(cur: pd.DataFrame, f: CareerFacts, thr: int) -> None:
+    """Each level's engineers, promotions and share outside the band in one period, hidden
+    with their complement, and the totals of all levels."""
     sizes = {int(r["skill_level"]): value(r, "engineers") for r in cur.to_dict("records")}
     # promotions of all levels are printed as a total: complementary suppression
     mask = suppression_mask(
@@ -166,6 +194,9 @@ def _progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> None
         lv.hidden = mask[lv.level]
         lv.engineers, lv.promotions = value(r, "engineers"), value(r, "promotions")
         lv.outside = value(r, "share_outside_band")
+    for lv in f.levels.values():  # a level nobody held in the period: none, not hidden
+        if lv.level not in sizes:
+            lv.hidden, lv.engineers, lv.promotions, lv.outside = False, 0.0, 0.0, None
     if whole:
         f.promotions = float(pd.to_numeric(cur["promotions"], errors="coerce").fillna(0).sum())
         f.engineers = float(pd.to_numeric(cur["engineers"], errors="coerce").fillna(0).sum())
@@ -175,9 +206,16 @@ def flag_any(df: pd.DataFrame) -> bool:
     return "suppressed" in df.columns and bool(df["suppressed"].fillna(False).astype(bool).any())
 
 
+def period_label(f: CareerFacts) -> str:
+    """The period of the level figures: `12 months to Sep 2026`, `2025`, `2026 to date`."""
+    if f.trailing and f.quarter_end is not None:
+        return f"12 months to {month_label(f.quarter_end)}"
+    return f"{f.year}{' to date' if f.year_to_date else ''}" if f.year else ""
+
+
 def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
     rows = []
-    when = f"{f.year}{' to date' if f.year_to_date else ''}" if f.year else ""
+    when = period_label(f)
     for lv in sorted(f.levels.values(), key=lambda lv: lv.level):
         if "time_in_level" not in have:
             median: Markup | str = "not available"
@@ -188,14 +226,18 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
             median = time_cell(lv)
             within = DASH if lv.within_band is None else pct(lv.within_band)
         h = lv.hidden
-        if "level_progression" not in have or f.year is None:
+        if not f.trailing and ("level_progression" not in have or f.year is None):
             year_cells: list = ["not available"] * 4
         else:
             gone = hidden_label(lv.engineers, thr)
             year_cells = [
                 gone if h else num(lv.engineers),
                 gone if h else num(lv.promotions),
-                gone if h or not lv.engineers else pct((lv.promotions or 0) / lv.engineers),
+                gone
+                if h
+                else DASH
+                if not lv.engineers
+                else pct((lv.promotions or 0) / lv.engineers),
                 gone if h else pct(lv.outside),
             ]
         rows.append([f"{lv.level} {lv.name}".strip(), _band(lv.band_min, lv.band_max),
@@ -203,7 +245,7 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
     total = None
     if f.promotions is not None and f.engineers:
         total = ["All levels", "", "", "", num(f.engineers),
-                 fig("promotions-year", num(f.promotions)),
+                 fig("promotions-12m" if f.trailing else "promotions-year", num(f.promotions)),
                  pct(f.promotions / f.engineers), ""]  # fmt: skip
     return table(
         "Promotion velocity against the ladder's time bands",
@@ -489,8 +531,10 @@ def careers_section(
     til = usable(marts, "time_in_level")
     if til is not None:
         _time_in_level(til, f.levels, thr)
+    f.quarter_end = q.end
+    trailing = usable(marts, "level_progression_12m")
     lp = usable(marts, "level_progression")
-    if lp is not None:
+    if not (trailing is not None and trailing_progression(trailing, f, q, thr)) and lp is not None:
         _progression(lp, f, q, thr)
     for lv in f.levels.values():
         lv.name = names.get(lv.level, "")
@@ -510,7 +554,13 @@ def careers_section(
     if f.effect is not None:
         tables.append(promotion_table(f.effect))
     bad = unreadable(marts, MARTS)
-    gone = [m for m in MARTS if m not in have and not any(b.startswith(m) for b in bad)] + bad
+    # one of the two progression marts is enough: the other is not missing
+    either = {"level_progression", "level_progression_12m"}
+    skip = either if have & either else set()
+    gone = [
+        m for m in MARTS
+        if m not in have and m not in skip and not any(b.startswith(m) for b in bad)
+    ] + bad  # fmt: skip
     if sb is not None and not pay:
         gone.append(f"salary_bands for {q.label}")
     if gone:
@@ -523,7 +573,14 @@ def careers_section(
 
 def _lead(f: CareerFacts, thr: int) -> Markup:
     text = Markup("")
-    if f.promotions is not None and f.year is not None:
+    if f.promotions is not None and f.trailing:
+        text += sentence(
+            "{n} to {when} across the {k} levels.",
+            n=count("promotions-12m", f.promotions),
+            k=len(f.levels),
+            when=month_label(f.quarter_end) if f.quarter_end else "the quarter's end",
+        )
+    elif f.promotions is not None and f.year is not None:
         text += sentence(
             "{n} {when} across the {k} levels.",
             n=count("promotions-year", f.promotions),
