@@ -235,3 +235,41 @@ def test_an_effect_not_distinguishable_says_what_the_data_could_have_found():
     # shown effects carry no such sentence
     shown = read_effect(pd.Series(dict(_with_power(0.05, 0.80, 60000), finding=True)))
     assert "4 times in 5" not in _plain(effect_sentence(shown))
+
+
+def test_the_year_change_of_the_incident_rate_is_also_put_per_1000_gpus():
+    from datetime import date
+
+    from pipelines.lib.report.quarters import Quarter
+    from pipelines.lib.report.sections.incidents import (
+        QuarterIncidents,
+        gpu_months,
+        year_change,
+        year_table,
+    )
+
+    q = Quarter.parse("2026-Q3")
+    # the fleet: 4,000 GPUs through 2025-Q3, 8,000 through 2026-Q3 (two clusters, monthly rows)
+    fleet = pd.DataFrame(
+        [dict(month_end=date(y, m, 30 if m == 9 else 31), cluster=c, gpu_count=n)
+         for y, n in ((2025, 2000), (2026, 4000)) for m in (7, 8, 9) for c in ("a", "b")]
+    )  # fmt: skip
+    assert gpu_months(fleet, q) == 3 * 8000
+    assert gpu_months(fleet, q.previous()) is None  # no month of 2026-Q2 in the frame
+    # 850 incidents in 820 engineer-months a year ago, 1,560 in 1,000 now
+    ago = QuarterIncidents(850 / 820 * 100, 20.0, 290, 850, gpu_months(fleet, q.trailing(5)[0]))
+    now = QuarterIncidents(1560 / 1000 * 100, 20.0, 350, 1560, gpu_months(fleet, q))
+    said = _plain(year_change(now, ago, q))
+    assert "A year earlier (2025-Q3) the rate was 103.7 per 100 engineer-months." in said
+    assert "the fleet went from 4,000 to 8,000 GPUs (+100 %)" in said
+    assert "from 820 to 1,000 (+22 %)" in said
+    # 1,560 / 24,000 GPU-months x 1,000 = 65.0; 850 / 12,000 x 1,000 = 70.8: fewer per GPU
+    assert (
+        "per 1,000 GPUs there were 65.0 incidents a month against 70.8 a year earlier (−8 %)"
+        in said
+    )
+    rows = [[_plain(c) for c in r] for r in year_table(now, ago, q).rows]
+    assert rows == [["2025-Q3", "850", "820", "103.7", "4,000", "70.8"],
+                    ["2026-Q3", "1,560", "1,000", "156.0", "8,000", "65.0"]]  # fmt: skip
+    no_fleet = _plain(year_change(now, QuarterIncidents(103.7, 20.0, 290, 850), q))
+    assert "cannot be put per GPU" in no_fleet

@@ -41,6 +41,18 @@ class QuarterIncidents:
     rate: float  # incidents per 100 engineer-months, all engineers
     mttr_median: float | None  # minutes
     engineers: float = 0.0  # engineers employed during the quarter
+    incidents: float = 0.0
+    gpu_months: float | None = None  # GPUs in the fleet summed over the quarter's months
+
+    @property
+    def per_1000_gpus(self) -> float | None:
+        """Incidents a month per 1,000 GPUs of the fleet (None without the fleet)."""
+        return self.incidents / self.gpu_months * 1000 if self.gpu_months else None
+
+    @property
+    def gpus(self) -> float | None:
+        """The fleet's average size over the quarter."""
+        return self.gpu_months / 3 if self.gpu_months else None
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,21 @@ def status_label(code: object) -> str:
     return STATUS_LABELS.get(str(code), nice(code))
 
 
-def _quarter_all(ir: pd.DataFrame | None, start: date) -> QuarterIncidents | None:
+def gpu_months(fleet: pd.DataFrame | None, q: Quarter) -> float | None:
+    """GPUs of the fleet (`fleet_size`) summed over the quarter's three months; None unless all
+    three are there."""
+    if fleet is None or fleet.empty or "gpu_count" not in fleet.columns:
+        return None
+    days = pd.to_datetime(fleet["month_end"]).dt.date
+    inq = fleet[[q.start <= d <= q.end for d in days]]
+    if pd.to_datetime(inq["month_end"]).dt.month.nunique() < 3:
+        return None
+    return float(pd.to_numeric(inq["gpu_count"], errors="coerce").fillna(0).sum()) or None
+
+
+def _quarter_all(
+    ir: pd.DataFrame | None, start: date, fleet: pd.DataFrame | None = None
+) -> QuarterIncidents | None:
     if ir is None:
         return None
     x = ir[
@@ -69,8 +95,74 @@ def _quarter_all(ir: pd.DataFrame | None, start: date) -> QuarterIncidents | Non
     rate = poisson_rate_interval(r["incidents"], r["engineer_months"], per=100)[0]
     med = r["mttr_median_minutes"]
     return QuarterIncidents(
-        rate, None if med != med or med is None else float(med), float(r["engineers"])
+        rate,
+        None if med != med or med is None else float(med),
+        float(r["engineers"]),
+        float(r["incidents"]),
+        gpu_months(fleet, Quarter.containing(start)),
     )
+
+
+def year_change(now: QuarterIncidents | None, ago: QuarterIncidents | None, q: Quarter) -> Markup:
+    """The change in the incident rate since the same quarter a year earlier, and the same
+    change per 1,000 GPUs: incidents come from the machines as well as from the people, so a
+    fleet that grew faster than the team raises incidents per engineer without anyone working
+    worse."""
+    if now is None or ago is None:
+        return Markup("")
+    text = sentence(
+        " A year earlier ({q}) the rate was {r} per 100 engineer-months.",
+        q=q.trailing(5)[0].label,
+        r=fig("incident-rate-year-ago", f"{ago.rate:.1f}"),
+    )
+    if now.per_1000_gpus is None or ago.per_1000_gpus is None:
+        return text + Markup(
+            " The fleet's size is not known for both quarters, so the change cannot be put per GPU."
+        )
+    grew = (now.gpus or 0) / (ago.gpus or 1) - 1
+    return text + sentence(
+        " Incidents come from the machines as well as from the people: the fleet went from "
+        "{g0} to {g1} GPUs ({gg}) while the engineers' months went from {e0} to {e1} ({eg}); "
+        "per 1,000 GPUs there were {p1} incidents a month against {p0} a year earlier ({pg}).",
+        g0=num(ago.gpus), g1=num(now.gpus), gg=_signed_pct(grew),
+        e0=num(ago.incidents / ago.rate * 100 if ago.rate else None),
+        e1=num(now.incidents / now.rate * 100 if now.rate else None),
+        eg=_signed_pct((now.incidents / now.rate) / (ago.incidents / ago.rate) - 1)
+        if now.rate and ago.rate and ago.incidents else "–",
+        p1=fig("incidents-per-1000-gpus", f"{now.per_1000_gpus:.1f}"),
+        p0=fig("incidents-per-1000-gpus-year-ago", f"{ago.per_1000_gpus:.1f}"),
+        pg=_signed_pct(now.per_1000_gpus / ago.per_1000_gpus - 1),
+    )  # fmt: skip
+
+
+def year_table(now: QuarterIncidents | None, ago: QuarterIncidents | None, q: Quarter):
+    """The quarter and the same quarter a year earlier, per engineer-month and per GPU."""
+    if now is None or ago is None:
+        return None
+    rows = []
+    for quarter, x, key in ((q.trailing(5)[0], ago, "-year-ago"), (q, now, "")):
+        per_gpu = x.per_1000_gpus
+        rows.append([
+            quarter.label, num(x.incidents),
+            num(x.incidents / x.rate * 100 if x.rate else None),
+            fig(f"incident-rate{key}", f"{x.rate:.1f}"),
+            num(x.gpus) if x.gpus else "not known",
+            fig(f"incidents-per-1000-gpus{key}", f"{per_gpu:.1f}") if per_gpu else "–",
+        ])  # fmt: skip
+    return table(
+        "Incidents a year apart, per engineer-month and per GPU",
+        ["Quarter", "Incidents", "Engineer-months", "Per 100 engineer-months",
+         "GPUs in the fleet (average)", "Incidents a month per 1,000 GPUs"],
+        rows,
+        key="incident-year",
+        note="A rate per engineer rises when the fleet grows faster than the team, without "
+        "anyone working worse; the rate per 1,000 GPUs (fleet_size, the quarter's three months) "
+        "shows whether the machines broke more often.",
+    )  # fmt: skip
+
+
+def _signed_pct(v: float) -> str:
+    return f"{'+' if v >= 0 else '−'}{abs(v) * 100:.0f} %"
 
 
 CHART_WORDS = {
@@ -123,11 +215,24 @@ def _event_charts(
     return out
 
 
+def _assumed_cell(e: Effect) -> Markup | str:
+    """`0.80: 69,796 more (11,341 held)`, `0.80: none more`, or a dash."""
+    if e.claimed_ratio is None or e.more_engineer_months_needed is None:
+        return "–"
+    more = e.more_engineer_months_needed
+    return sentence(
+        "{c}: {m} more ({h} held)",
+        c=fig(f"claimed-{e.metric}", ratio(e.claimed_ratio)),
+        m=fig(f"more-engineer-months-{e.metric}", f"{more:,.0f}") if more else "none",
+        h=fig("effect-engineer-months", f"{e.engineer_months or 0:,.0f}"),
+    )
+
+
 def effects_table(effects: dict[str, Effect], thr: int) -> Table:
     rows = []
     for e in effects.values():
         if e.n_engineers is not None and e.n_engineers < thr:
-            rows.append([e.label, mask_label(thr), effect_status(e), "", "", "", ""])
+            rows.append([e.label, mask_label(thr), effect_status(e), "", "", "", "", ""])
             continue
         adjusted = estimate_text(e) if e.estimable else "–"
         naive = (
@@ -150,6 +255,7 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
                     what=EVENTS.get(e.metric, "events"),
                 ),
                 "–" if e.mde_ratio is None else fig(f"mde-{e.metric}", ratio(e.mde_ratio)),
+                _assumed_cell(e),
             ]
         )  # fmt: skip
     window = next((e.window for e in effects.values() if e.window), "")
@@ -163,15 +269,18 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
             "Engineers",
             "Events",
             "Smallest detectable ratio",
-        ],  # fmt: skip
+            "Assumed ratio: engineer-months more to detect it",
+        ],
         rows,
         key="effects",
         note="Estimated from complete months"
         + (f" ({window})" if window else "")
         + ": the latest month of the data is still being delivered and enters once the next "
         "month's exports arrive. Smallest detectable ratio: the smallest reduction these data "
-        "find 4 times in 5 (80 % power, 5 % two-sided; Bloom 1995). The method appendix says "
-        "how each is estimated.",
+        "find 4 times in 5 (80 % power, 5 % two-sided; Bloom 1995). Assumed ratio: the one the "
+        "business case assumes (assumptions file), and the engineer-months beyond those held "
+        "that would detect it at the present mix. The method appendix says how each is "
+        "estimated.",
     )
 
 
@@ -224,10 +333,11 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         marts.get("incident_rates"),
     )
     effects = read_effects(eff)
+    fleet = marts.get("fleet_size")
     facts = IncidentFacts(
-        _quarter_all(ir, q.start),
-        _quarter_all(ir, q.previous().start),
-        _quarter_all(ir, q.trailing(5)[0].start),
+        _quarter_all(ir, q.start, fleet),
+        _quarter_all(ir, q.previous().start, fleet),
+        _quarter_all(ir, q.trailing(5)[0].start, fleet),
         effects,
     )
     if eff is None and es is None and ir is None:
@@ -262,6 +372,9 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
             "period counts once in each status held, so engineers add up to more than the "
             "total while engineer-months and incidents add up."
         )
+    year = year_table(facts.now, facts.year_ago, q)
+    if year is not None:
+        section.tables.append(year)
     if effects:
         section.tables.append(effects_table(effects, thr))
     section.charts += _event_charts(es, effects, thr, section.notes)
@@ -279,11 +392,16 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         if now is not None
         else Markup("")
     )
-    section.lead = lead + (
-        Markup(" ").join(parts)
-        if parts
-        else "Effect estimates are not available (certification_effect is not in the published "
-        "warehouse); the figures below are plain comparisons."
+    section.lead = (
+        lead
+        + year_change(facts.now, facts.year_ago, q)
+        + Markup(" ")
+        + (
+            Markup(" ").join(parts)
+            if parts
+            else "Effect estimates are not available (certification_effect is not in the published "
+            "warehouse); the figures below are plain comparisons."
+        )
     )
     return section, facts
 
