@@ -712,3 +712,40 @@ def test_time_in_level_quartiles_and_share_within_the_band_match_a_hand_calculat
             "promoted_within_band"
         ]
     )
+
+
+def test_each_programmes_time_to_the_next_level_is_the_planted_months():
+    """Engineers who start a programme at level 2 and move to level 3 a planted number of
+    months later (or never, censored at their last month): the Kaplan-Meier figures of the
+    mart against the same curve by hand (no step lands on exactly one half)."""
+    from pipelines.lib.careers.next_level import next_level_spells, time_to_next_level
+
+    planted = {  # person -> (programme, months to level 3 or None, months seen after the start)
+        f"p{i}": ("bootcamp", up, seen)
+        for i, (up, seen) in enumerate([(3, 20), (5, 20), (7, 20), (8, 20), (None, 6), (None, 30)])
+    } | {f"q{i}": ("online", up, 24) for i, up in enumerate([6, 9, 11, 15, 18, None, None])}
+    months, episodes = [], []
+    for person, (programme, up, seen) in planted.items():
+        for t in range(seen + 1):
+            level = 3 if up is not None and t >= up else 2
+            months.append(dict(person_key=person, t=100 + t, skill_level=level,
+                               month_start=pd.Timestamp(2024, 1, 1) + pd.DateOffset(months=t)))  # fmt: skip
+        episodes.append(dict(person_key=person, programme_type=programme,
+                             first_enrolled_on=pd.Timestamp(2024, 1, 17)))  # fmt: skip
+    m, ep = pd.DataFrame(months), pd.DataFrame(episodes)
+    spells = next_level_spells(ep, m).set_index("person_key")
+    assert spells.loc["p0", "months"] == 3 and spells.loc["p0", "promoted"]
+    assert spells.loc["p4", "months"] == 6 and not spells.loc["p4", "promoted"]
+    out = time_to_next_level(ep, m, 5).set_index("programme_type")
+    for programme in ("bootcamp", "online"):
+        mine = [(up, seen) for p, up, seen in planted.values() if p == programme]
+        times = [up if up is not None else seen for up, seen in mine]
+        events = [up is not None for up, _ in mine]
+        steps = kaplan_meier_by_hand(times, events)
+        row = out.loc[programme]
+        assert row["median_months"] == next(t for t, s in steps if s <= 0.5 + 1e-12)
+        assert row["q1_months"] == next(t for t, s in steps if s <= 0.75 + 1e-12)
+        assert row["promoted_within_12m_share"] == pytest.approx(
+            1 - min([s for t, s in steps if t <= 12], default=1.0)
+        )
+        assert row["promotions"] == sum(events) and row["engineers"] == len(mine)

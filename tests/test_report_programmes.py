@@ -778,3 +778,24 @@ def test_programmes_without_a_certification_track_are_counted_from_the_spend():
     assert rows == {"Apprenticeship": ["11", "5", "$0", "420"], "Internal": ["<5"] * 4}
     assert "Apprenticeship and Internal courses carry no certification track" in text(section.lead)
     assert "Apprenticeship" not in rows_of(section, "programmes")
+
+
+def test_each_programmes_time_to_the_next_level_is_printed_from_its_mart():
+    nl = pd.DataFrame(
+        [dict(programme_type="online", episodes=40, engineers=35, promotions=12,
+              median_months=None, q1_months=14.0, promoted_within_12m_share=0.21,
+              suppressed=False),
+         dict(programme_type="bootcamp", episodes=9, engineers=8, promotions=5,
+              median_months=11.0, q1_months=6.0, promoted_within_12m_share=0.55,
+              suppressed=False),
+         dict(programme_type="internal", episodes=None, engineers=None, promotions=None,
+              median_months=None, q1_months=None, promoted_within_12m_share=None,
+              suppressed=True)]
+    )  # fmt: skip
+    section, _ = careers_section(marts(programme_next_level=nl), Q, THR)
+    rows = rows_of(section, "careers-next-level")
+    assert rows == {
+        "Online": ["35", "12", "not reached (a quarter by 14.0)", "21 %"],
+        "Bootcamp": ["8", "5", "11.0", "55 %"],
+        "Internal": ["<5"] * 4,
+    }

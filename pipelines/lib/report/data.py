@@ -46,6 +46,7 @@ REPORT_TABLES = (
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    "programme_next_level",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted

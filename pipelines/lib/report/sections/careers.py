@@ -43,7 +43,14 @@ from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effects, status_tag
-from pipelines.lib.report.sections.programmes import flag, unreadable, usable, value
+from pipelines.lib.report.sections.programmes import (
+    ORDER,
+    flag,
+    programme_name,
+    unreadable,
+    usable,
+    value,
+)
 from pipelines.lib.report.suppression import hidden_label, is_small, suppression_mask
 
 LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
@@ -433,6 +440,48 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
     return out
 
 
+# --- each programme's time to the next level -------------------------------------------------
+
+
+def programme_order(code: object) -> tuple[int, str]:
+    return (ORDER.index(str(code)) if str(code) in ORDER else len(ORDER), str(code))
+
+
+def next_level_table(df: pd.DataFrame, thr: int) -> Table | None:
+    """Per programme: engineers, those who moved up, the Kaplan-Meier median months from the
+    first enrolment to the next level (the first quartile where the median is not reached) and
+    the share up within 12 months (`programme_next_level`)."""
+    rows = []
+    for r in sorted(df.to_dict("records"), key=lambda r: programme_order(r["programme_type"])):
+        code = str(r["programme_type"])
+        n = value(r, "engineers")
+        if flag(r, "suppressed") or is_small(n, thr):
+            rows.append([programme_name(code), hidden_label(n, thr), *[hidden_label(n, thr)] * 3])
+            continue
+        med, q1 = value(r, "median_months"), value(r, "q1_months")
+        if med is not None:
+            time: Markup | str = fig(f"next-level-median-{code}", num(med, 1))
+        elif q1 is not None:
+            time = sentence("not reached (a quarter by {q})", q=num(q1, 1))
+        else:
+            time = "not reached (under a quarter moved up)"
+        share = value(r, "promoted_within_12m_share")
+        rows.append([programme_name(code), num(n), num(value(r, "promotions")), time,
+                     DASH if share is None else pct(share)])  # fmt: skip
+    if not rows:
+        return None
+    return table(
+        "Time to the next level by programme",
+        ["Programme", "Engineers", "Moved up a level", "Median months to the next level",
+         "Moved up within 12 months"],
+        rows, key="careers-next-level",
+        note="Kaplan-Meier months from the first enrolment of a certification track to the "
+        "first month at a higher level than the one held then; the last month an engineer is "
+        "seen ends their count. Who is sent to which programme differs by level and tenure, so "
+        "this describes the programmes' participants rather than what a programme does.",
+    )  # fmt: skip
+
+
 # --- certification and promotion ------------------------------------------------------------
 
 
@@ -551,6 +600,10 @@ def careers_section(
         if family is not None:
             tables.append(family)
     notes: list = []
+    nl = marts.get("programme_next_level")
+    nl_table = next_level_table(nl, thr) if nl is not None and not nl.empty else None
+    if nl_table is not None:
+        tables.append(nl_table)
     if f.effect is not None:
         tables.append(promotion_table(f.effect))
     bad = unreadable(marts, MARTS)
@@ -565,7 +618,8 @@ def careers_section(
         gone.append(f"salary_bands for {q.label}")
     if gone:
         notes.append(f"Not available: {', '.join(gone)}.")
-    order = ["careers-ladder", "careers-promotion", "careers-pay", "careers-pay-family",
+    order = ["careers-ladder", "careers-next-level", "careers-promotion", "careers-pay",
+             "careers-pay-family",
              "careers-pay-all"]  # fmt: skip
     section = Section(sid, title, True, _lead(f, thr), [], tables, notes, order=order)
     return section, f
