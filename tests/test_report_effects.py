@@ -264,10 +264,7 @@ def test_the_year_change_of_the_incident_rate_is_also_put_per_1000_gpus():
     assert "the fleet went from 4,000 to 8,000 GPUs (+100 %)" in said
     assert "from 820 to 1,000 (+22 %)" in said
     # 1,560 / 24,000 GPU-months x 1,000 = 65.0; 850 / 12,000 x 1,000 = 70.8: fewer per GPU
-    assert (
-        "per 1,000 GPUs there were 65.0 incidents a month against 70.8 a year earlier (−8 %)"
-        in said
-    )
+    assert "the monthly rate per 1,000 GPUs was 65.0 against 70.8 a year earlier (−8 %)" in said
     rows = [[_plain(c) for c in r] for r in year_table(now, ago, q).rows]
     assert rows == [["2025-Q3", "850", "820", "103.7", "4,000", "70.8"],
                     ["2026-Q3", "1,560", "1,000", "156.0", "8,000", "65.0"]]  # fmt: skip

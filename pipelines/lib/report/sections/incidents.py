@@ -123,7 +123,7 @@ def year_change(now: QuarterIncidents | None, ago: QuarterIncidents | None, q: Q
     return text + sentence(
         " Incidents come from the machines as well as from the people: the fleet went from "
         "{g0} to {g1} GPUs ({gg}) while the engineers' months went from {e0} to {e1} ({eg}); "
-        "per 1,000 GPUs there were {p1} incidents a month against {p0} a year earlier ({pg}).",
+        "the monthly rate per 1,000 GPUs was {p1} against {p0} a year earlier ({pg}).",
         g0=num(ago.gpus), g1=num(now.gpus), gg=_signed_pct(grew),
         e0=num(ago.incidents / ago.rate * 100 if ago.rate else None),
         e1=num(now.incidents / now.rate * 100 if now.rate else None),
