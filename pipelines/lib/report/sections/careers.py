@@ -262,10 +262,8 @@ def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
         rows, total=total, key="careers-ladder",
         note="Band: how long the ladder expects a level to take (skill level seed). Median "
         "months in level until promotion, all years (Kaplan-Meier; \u201cnot reached\u201d: "
-        "fewer than half were promoted; the quartiles are the months by which a quarter and "
-        "three quarters were). Promoted within the band: the Kaplan-Meier share promoted "
-        "between the band's low and high end (none for an open-ended band or one longer than "
-        "anyone was followed). Outside the band: level stretches promoted faster than "
+        "fewer than half were promoted; quartiles: a quarter, three quarters). Promoted within "
+        "the band: the Kaplan-Meier share promoted between the band's ends. Outside the band: level stretches promoted faster than "
         "the band's low end or held past its high end, of those whose start is known.",
     )  # fmt: skip
 
@@ -361,9 +359,8 @@ def _family_table(rows: list[PayRow], thr: int, q: Quarter) -> Table | None:
             for f, n, b, w, k in fams
         ],
         key="careers-pay-family",
-        note=f"Role families with at least {thr} engineers with pay over the levels the "
-        "published mart shows, the largest share below the band first; a level withheld there "
-        "(fewer than the minimum with pay) is left out of its family's share.",
+        note=f"Role families with at least {thr} engineers with pay over the levels shown; a "
+        "withheld level is left out of its family's share.",
     )  # fmt: skip
 
 
@@ -475,10 +472,9 @@ def next_level_table(df: pd.DataFrame, thr: int) -> Table | None:
         ["Programme", "Engineers", "Moved up a level", "Median months to the next level",
          "Moved up within 12 months"],
         rows, key="careers-next-level",
-        note="Kaplan-Meier months from the first enrolment of a certification track to the "
-        "first month at a higher level than the one held then; the last month an engineer is "
-        "seen ends their count. Who is sent to which programme differs by level and tenure, so "
-        "this describes the programmes' participants rather than what a programme does.",
+        note="Kaplan-Meier months from the first enrolment of a track to the next level. Who is "
+        "sent where differs by level and tenure: this describes participants, not a "
+        "programme's effect.",
     )  # fmt: skip
 
 

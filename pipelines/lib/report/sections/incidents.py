@@ -155,9 +155,7 @@ def year_table(now: QuarterIncidents | None, ago: QuarterIncidents | None, q: Qu
          "GPUs in the fleet (average)", "Incidents a month per 1,000 GPUs"],
         rows,
         key="incident-year",
-        note="A rate per engineer rises when the fleet grows faster than the team, without "
-        "anyone working worse; the rate per 1,000 GPUs (fleet_size, the quarter's three months) "
-        "shows whether the machines broke more often.",
+        note="GPUs: fleet_size over the quarter's three months.",
     )  # fmt: skip
 
 

@@ -162,9 +162,8 @@ GLOSSARY = [
     ("Cost per certification", "course and exam fees, engineers' training hours and "
      "apprentices' senior time, ÷ certifications earned."),
     ("Compa-ratio", "pay ÷ the midpoint of the level's pay band; 1 = at the midpoint."),
-    ("<5", "a group of fewer than 5 engineers."),
-    ("hidden", "a group of 5 or more engineers hidden only so that a smaller one cannot be "
-     "recovered from a total (complementary suppression)."),
+    ("<5, hidden", "<5: a group of fewer than 5 engineers; hidden: a group of 5 or more hidden "
+     "only so that a smaller one cannot be recovered from a total."),
 ]  # fmt: skip
 
 

@@ -629,11 +629,9 @@ def _untracked_table(items: list[Untracked], thr: int) -> Table:
         ["Programme", "Enrolments", "Completions", "Charged", "Training hours"],
         rows,
         key="programmes-untracked",
-        note="Their courses name no certification in the course catalogue, so no engineer's "
-        "preparation for a certification is attributed to them: times to certify, pass rates "
-        "and the comparisons with online courses do not apply. The investment of the return on "
-        "investment counts their participants and costs (senior time of apprentices included). "
-        "All quarters of the data (training_spend).",
+        note="Their courses name no certification, so times to certify, pass rates and the "
+        "comparisons do not apply; the investment counts their people and costs. All quarters "
+        "(training_spend).",
     )
 
 
