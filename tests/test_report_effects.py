@@ -270,3 +270,26 @@ def test_the_year_change_of_the_incident_rate_is_also_put_per_1000_gpus():
                     ["2026-Q3", "1,560", "1,000", "156.0", "8,000", "65.0"]]  # fmt: skip
     no_fleet = _plain(year_change(now, QuarterIncidents(103.7, 20.0, 290, 850), q))
     assert "cannot be put per GPU" in no_fleet
+
+
+def test_the_power_table_holds_every_figure_the_power_sentence_quotes():
+    from pipelines.lib.report.sections.incidents import power_table
+
+    e = read_effect(pd.Series(_with_power(0.15, 0.80, 6000)))
+    t = power_table({e.metric: e}, 5)
+    cells = [_plain(c) for c in t.rows[0]]
+    more = 6000 * (2.8016 * 0.15 / 0.22314) ** 2 - 6000
+    assert cells[:3] == ["Incidents", "0.66", "0.80"]
+    assert int(cells[3].replace(",", "")) == pytest.approx(more, rel=0.002)
+    # every tagged figure of the sentence is in the table (or its note)
+    said = set(re.findall(r'data-figure="([^"]+)"', str(effect_sentence(e))))
+    held = set(re.findall(r'data-figure="([^"]+)"', " ".join(map(str, [*t.rows[0], t.note]))))
+    assert (
+        said
+        - {
+            "effect-incident_rate_ratio",
+            "effect-incident_rate_ratio-ci",
+            "naive-incident_rate_ratio",
+        }
+        <= held
+    )  # those three: the effects table

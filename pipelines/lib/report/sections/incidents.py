@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from pipelines.lib.report import charts
 from pipelines.lib.report.data import Marts, hidden_in_marts
-from pipelines.lib.report.fmt import fig, nice, num, ratio, sentence
+from pipelines.lib.report.fmt import DASH, fig, nice, num, ratio, sentence
 from pipelines.lib.report.intervals import poisson_rate_interval
 from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
@@ -213,24 +213,42 @@ def _event_charts(
     return out
 
 
-def _assumed_cell(e: Effect) -> Markup | str:
-    """`0.80: 69,796 more (11,341 held)`, `0.80: none more`, or a dash."""
-    if e.claimed_ratio is None or e.more_engineer_months_needed is None:
-        return "–"
-    more = e.more_engineer_months_needed
-    return sentence(
-        "{c}: {m} more ({h} held)",
-        c=fig(f"claimed-{e.metric}", ratio(e.claimed_ratio)),
-        m=fig(f"more-engineer-months-{e.metric}", f"{more:,.0f}") if more else "none",
-        h=fig("effect-engineer-months", f"{e.engineer_months or 0:,.0f}"),
-    )
+def power_table(effects: dict[str, Effect], thr: int) -> Table | None:
+    """What the data could have detected: per outcome, the smallest ratio found 4 times in 5,
+    the ratio the business case assumes and the engineer-months more that would detect it."""
+    rows = []
+    for e in effects.values():
+        if e.mde_ratio is None or (e.n_engineers is not None and e.n_engineers < thr):
+            continue
+        more = e.more_engineer_months_needed
+        rows.append([
+            e.label,
+            fig(f"mde-{e.metric}", ratio(e.mde_ratio)),
+            DASH if e.claimed_ratio is None else fig(f"claimed-{e.metric}", ratio(e.claimed_ratio)),
+            DASH if more is None else (
+                fig(f"more-engineer-months-{e.metric}", f"{more:,.0f}") if more else "none"),
+        ])  # fmt: skip
+    if not rows:
+        return None
+    held = next((e.engineer_months for e in effects.values() if e.engineer_months), None)
+    return table(
+        "What these data could detect (80 % power, 5 % two-sided)",
+        ["Outcome", "Smallest detectable ratio", "Ratio the business case assumes",
+         "Engineer-months more to detect it"],
+        rows, key="effects-power",
+        note=sentence(
+            "Smallest ratio found 4 times in 5 (Bloom 1995); the assumed ratio is the "
+            "assumptions file's; engineer-months beyond the {h} held, at the present mix.",
+            h=fig("effect-engineer-months", f"{held or 0:,.0f}"),
+        ),
+    )  # fmt: skip
 
 
 def effects_table(effects: dict[str, Effect], thr: int) -> Table:
     rows = []
     for e in effects.values():
         if e.n_engineers is not None and e.n_engineers < thr:
-            rows.append([e.label, mask_label(thr), effect_status(e), "", "", "", "", ""])
+            rows.append([e.label, mask_label(thr), effect_status(e), "", "", ""])
             continue
         adjusted = estimate_text(e) if e.estimable else "–"
         naive = (
@@ -252,8 +270,6 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
                     "{n} {what}", n=fig(f"n-events-{e.metric}", num(e.n_events)),
                     what=EVENTS.get(e.metric, "events"),
                 ),
-                "–" if e.mde_ratio is None else fig(f"mde-{e.metric}", ratio(e.mde_ratio)),
-                _assumed_cell(e),
             ]
         )  # fmt: skip
     window = next((e.window for e in effects.values() if e.window), "")
@@ -266,19 +282,13 @@ def effects_table(effects: dict[str, Effect], thr: int) -> Table:
             "Plain comparison",
             "Engineers",
             "Events",
-            "Smallest detectable ratio",
-            "Assumed ratio: engineer-months more to detect it",
         ],
         rows,
         key="effects",
         note="Estimated from complete months"
         + (f" ({window})" if window else "")
         + ": the latest month of the data is still being delivered and enters once the next "
-        "month's exports arrive. Smallest detectable ratio: the smallest reduction these data "
-        "find 4 times in 5 (80 % power, 5 % two-sided; Bloom 1995). Assumed ratio: the one the "
-        "business case assumes (assumptions file), and the engineer-months beyond those held "
-        "that would detect it at the present mix. The method appendix says how each is "
-        "estimated.",
+        "month's exports arrive. The method appendix says how each is estimated.",
     )
 
 
@@ -323,6 +333,29 @@ def _status_rows(st: pd.DataFrame, thr: int, quarter: bool = True) -> list[list]
     return rows
 
 
+def status_table(ir: pd.DataFrame, q: Quarter, thr: int) -> Table:
+    """Incidents by certification status in the quarter (the whole window without it)."""
+    st = ir[(ir["breakdown"] == "quarter_by_status") & (ir["quarter"] == q.start)]
+    scope = q.label
+    if st.empty:
+        st, scope = ir[ir["breakdown"] == "status"], "whole observation window"
+    return table(
+        f"Incidents as primary responder, {scope}",
+        [
+            "Certification status",
+            label("employed").capitalize()
+            if scope == q.label
+            else "Engineers employed in the window",
+            "Engineer-months",
+            "Incidents",
+            "Per 100 eng.-months (95 % CI)",
+            "Median time to restore (min)",
+        ],
+        _status_rows(st, thr, quarter=scope == q.label),
+        key="incident-status",
+    )
+
+
 def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, IncidentFacts]:
     sid, title = "incidents", "Incidents and time to restore"
     eff, es, ir = (
@@ -343,28 +376,7 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         return unavailable(sid, title, why), facts
     section = Section(sid, title)
     if ir is not None and not ir.empty:
-        st = ir[(ir["breakdown"] == "quarter_by_status") & (ir["quarter"] == q.start)]
-        scope = q.label
-        if st.empty:
-            st, scope = ir[ir["breakdown"] == "status"], "whole observation window"
-        rows = _status_rows(st, thr, quarter=scope == q.label)
-        section.tables.append(
-            table(
-                f"Incidents as primary responder, {scope}",
-                [
-                    "Certification status",
-                    label("employed").capitalize()
-                    if scope == q.label
-                    else "Engineers employed in the window",
-                    "Engineer-months",
-                    "Incidents",
-                    "Per 100 eng.-months (95 % CI)",
-                    "Median time to restore (min)",
-                ],
-                rows,
-                key="incident-status",
-            )
-        )
+        section.tables.append(status_table(ir, q, thr))
         section.notes.append(
             "Statuses are per engineer-month: an engineer whose status changed during the "
             "period counts once in each status held, so engineers add up to more than the "
@@ -375,6 +387,9 @@ def incidents_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Inci
         section.tables.append(year)
     if effects:
         section.tables.append(effects_table(effects, thr))
+        power = power_table(effects, thr)
+        if power is not None:
+            section.tables.append(power)
     section.charts += _event_charts(es, effects, thr, section.notes)
     parts = [effect_sentence(e) for e in effects.values()]
     now = facts.now
