@@ -214,9 +214,10 @@ def test_naive_figures_are_biased_the_way_the_confounding_predicts(planted_run):
 def test_effect_rows_have_the_mart_columns_and_plain_words(planted_run):
     effects = planted_run[0].reset_index()
     assert list(effects.columns) == [*stats.EFFECT_COLUMNS, *POWER_COLUMNS]
-    # a detectable reduction exists for each; without a claimed size no data need is stated
+    # a detectable reduction exists for each, and the data need for the business case's size
     assert effects["mde_ratio"].between(0, 1, inclusive="neither").all()
-    assert effects["more_engineer_months_needed"].isna().all()
+    assert (effects["claimed_ratio"] == 0.80).all()
+    assert (effects["more_engineer_months_needed"] >= 0).all()
     assert list(effects["metric"]) == list(stats.METRICS)
     assert (effects["n_engineers"] > 100).all() and (effects["n_events"] > 0).all()
     assert (effects["n_cohorts"] > 3).all()

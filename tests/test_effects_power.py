@@ -80,3 +80,10 @@ def test_the_power_columns_of_an_estimable_and_a_not_estimable_effect():
         math.exp(-power.MULTIPLIER / math.sqrt(20 * 0.3 * 0.7))
     )
     assert math.isnan(other["more_engineer_months_needed"])
+
+
+def test_the_claimed_sizes_are_the_business_cases():
+    from pipelines.lib.roi.assumptions import DEFAULT_ASSUMPTIONS_PATH, load_assumptions
+
+    entries = load_assumptions(DEFAULT_ASSUMPTIONS_PATH)
+    assert {m: entries[m].base for m in power.CLAIMED_RATIOS} == power.CLAIMED_RATIOS

@@ -194,25 +194,13 @@ def select_used(con, table: str) -> str:
     return f"select {', '.join(columns) or '*'} from {table}"
 
 
-def claimed_ratios(path) -> dict[str, float]:
-    """The ratio of each certification effect the business case assumes: the base value of its
-    entry in the assumptions file (none where the file has no entry)."""
-    from pipelines.lib.effects.result import METRICS
-    from pipelines.lib.roi.assumptions import load_assumptions
-
-    entries = load_assumptions(path)
-    return {m: float(entries[m].base) for m in METRICS if m in entries}
-
-
 def _estimate(s, panels):
     """Estimate and write both marts (one connection), certification_effect with its
     restricted twin; returns them as published."""
     from pipelines.lib import effects as estimators
     from pipelines.lib.effects import result
 
-    effects, study = estimators.analyse_prepared(
-        panels, min_group_size=s.min_group_size, claimed=claimed_ratios(s.assumptions_file)
-    )
+    effects, study = estimators.analyse_prepared(panels, min_group_size=s.min_group_size)
     with db.connect(s.build_db) as con:
         write_effect_mart(
             con,

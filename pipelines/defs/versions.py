@@ -64,8 +64,7 @@ SETTINGS_READ: dict[str, tuple[str, ...]] = {
         "build_dsn",
     ),
     "warehouse__dbt_docs": ("min_group_size", "scope_division", "source_precedence"),
-    # the assumptions' effect ratios: the size the power columns ask the data to detect
-    "certification_statistics": ("min_group_size", "assumptions"),
+    "certification_statistics": ("min_group_size",),
     "marts__operations_effect": ("min_group_size",),
     "programme_career_statistics": ("min_group_size",),
     "marts__programme_costs": ("min_group_size", "assumptions"),

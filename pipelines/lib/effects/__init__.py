@@ -50,7 +50,7 @@ from pipelines.lib.effects.incidents import (
 )
 from pipelines.lib.effects.incidents import event_study as _event_study
 from pipelines.lib.effects.mttr import mttr_ratio
-from pipelines.lib.effects.power import add_power
+from pipelines.lib.effects.power import CLAIMED_RATIOS, add_power
 from pipelines.lib.effects.prepare import (
     ENGINEER_MONTHS,
     INCIDENT_RESPONSES,
@@ -119,8 +119,8 @@ def analyse(
     claimed: dict[str, float] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both marts at once: (``certification_effect``, ``certification_event_study``).
-    ``claimed``: metric -> the ratio the business case assumes (the assumptions file's base),
-    which the power columns say how much more data would detect."""
+    ``claimed``: metric -> the ratio the power columns say how much more data would detect
+    (default `power.CLAIMED_RATIOS`, the business case's)."""
     return analyse_prepared(prepare(engineer_months, incident_responses), min_group_size, claimed)
 
 
@@ -137,7 +137,9 @@ def analyse_prepared(
             mttr_ratio(inc, left_out, min_group_size),
             attrition_hazard_ratio(m, min_group_size),
         ]
-    frame = add_power(effects_frame(effects), effects, m, inc, claimed or {})
+    frame = add_power(
+        effects_frame(effects), effects, m, inc, CLAIMED_RATIOS if claimed is None else claimed
+    )
     return frame, suppress_small_months(study, min_group_size)
 
 

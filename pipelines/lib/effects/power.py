@@ -33,6 +33,11 @@ POWER = 0.80
 MULTIPLIER = float(norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER))
 Z_CI = float(norm.ppf(0.975))
 POWER_COLUMNS = ("mde_ratio", "claimed_ratio", "engineer_months", "more_engineer_months_needed")
+# The size the project's business case claims for each effect: the base value of its entry in
+# the project's assumptions file (sources/scenarios/assumptions.yaml; a test holds the two
+# equal). A constant rather than the settings' file, so that editing an assumption re-prices
+# the ROI without re-estimating the effects; claimed_ratio says which size was asked about.
+CLAIMED_RATIOS = {"incident_rate_ratio": 0.80, "mttr_ratio": 0.80, "attrition_hazard_ratio": 0.80}
 
 
 def se_from_interval(lo: float, hi: float) -> float:

@@ -271,8 +271,8 @@ CERTIFICATION_EFFECT_DESCRIPTIONS = {
     "two-sided 5 % test finds with 80 % power, 1 - 2.80 standard errors on the log scale (the "
     "estimate's own where it has an interval, else Schoenfeld's approximation from the events "
     "and the certified share of engineer-months, a lower bound)",
-    "claimed_ratio": "the ratio the business case assumes (base value of the metric in the "
-    "assumptions file); NULL where the file has none",
+    "claimed_ratio": "the ratio the project's business case assumes (base value of the metric "
+    "in sources/scenarios/assumptions.yaml)",
     "engineer_months": "complete engineer-months in the panel the estimate is drawn from; NULL "
     "when n_engineers is",
     "more_engineer_months_needed": "engineer-months beyond engineer_months, at the same mix, "
