@@ -238,7 +238,8 @@ def power_table(effects: dict[str, Effect], thr: int) -> Table | None:
         rows, key="effects-power",
         note=sentence(
             "Smallest ratio found 4 times in 5 (Bloom 1995); the assumed ratio is the "
-            "project's assumptions file's (claimed_ratio); engineer-months beyond the {h} held, at the present mix.",
+            "project's assumptions file's; engineer-months beyond the {h} held, at the "
+            "present mix.",
             h=fig("effect-engineer-months", f"{held or 0:,.0f}"),
         ),
     )  # fmt: skip
