@@ -38,9 +38,12 @@ $(UV):
 	$(UV) sync --frozen --compile-bytecode
 	@touch $@
 
+# The dbt manifest the definitions read is prepared here (parsed when missing or older than a
+# file of the dbt project; pipelines/defs/dbt_cli.py), never as a side effect of loading them.
 setup: .venv/.synced
 	@mkdir -p $(DAGSTER_HOME)
 	@cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml 2>/dev/null || true
+	@$(UV) run python -c "from pipelines.defs.dbt_cli import ensure_manifest; ensure_manifest()"
 
 # The bundled sample's report goes to dashboards/reports/ (another company's goes under its own
 # warehouse folder: <warehouse-dir>/reports/).
@@ -49,10 +52,9 @@ run: setup
 	$(UV) run talent run --sources $(SOURCES) --warehouse-dir $(WAREHOUSE) --reports-dir $(REPORTS)
 
 # Two workers (the machine has two cores); each test module stays on one worker so its
-# shared pipeline runs happen once. The dbt manifest is parsed once, before the workers start.
+# shared pipeline runs happen once. The dbt manifest is prepared once (setup), before the workers start.
 PYTEST_ARGS ?= -n 2 --dist loadfile
 test: setup
-	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest $(PYTEST_ARGS)
 
 dev: setup
@@ -92,7 +94,6 @@ postgres-stop: setup
 # The PostgreSQL half runs without the extra: with pyspark installed, Great Expectations imports
 # it, and its dependency check ends a Dagster run worker (SystemExit 0) in the daemon test.
 test-targets: setup
-	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest -m targets --ignore=tests/test_spark_targets.py
 	$(UV) sync --frozen --compile-bytecode --extra spark
 	@rm -f .venv/.synced  # the next `make setup` syncs the environment back without the extra
@@ -111,13 +112,11 @@ test-spark: setup
 # .ci/run runs it after. -rA prints every company's line (seed, size, published, what it
 # shows), passed or not.
 test-companies: setup
-	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest -m companies -n 2 --dist load -rA
 
 # Erasure and retention proven on whole runs of the sample: every byte searched after an
 # erasure, marts compared with a warehouse built without the person (tests/test_privacy.py)
 test-privacy: setup
-	$(UV) run python -c "from pipelines.defs.dbt import ensure_manifest; ensure_manifest()"
 	$(UV) run pytest -m privacy -n 2 --dist loadfile
 
 clean:

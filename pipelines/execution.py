@@ -69,6 +69,15 @@ class RunOutcome:
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
+        lines = self._delivery_lines() + self._check_lines() + self._computed_lines()
+        lines += [f"warning: {w.kind} {w.name}: {_short(w.message)}" for w in self.warnings]
+        lines += [f"FAILED {f.kind} {f.name}: {f.message}" for f in self.failures]
+        if self.log_path:
+            lines.append(f"Full log: {self.log_path}")
+        return "\n".join(lines)
+
+    def _delivery_lines(self) -> list[str]:
+        """What was loaded, quarantined, warned about, delivered twice or not at all."""
         lines = []
         if self.loads:
             lines.append("Loaded:")
@@ -98,14 +107,18 @@ class RunOutcome:
         if self.missing_exports:
             lines.append("Not delivered (only employees is required):")
             lines += [f"  {e}: {why}" for e, why in self.missing_exports.items()]
-        checks = (
-            self.checks_passed + len(self.warnings) + sum(f.kind == "check" for f in self.failures)
-        )
+        return lines
+
+    def _check_lines(self) -> list[str]:
+        """How many checks were evaluated, passed, warned, failed or kept from an earlier run."""
+        lines = []
+        failed = sum(f.kind == "check" for f in self.failures)
+        checks = self.checks_passed + len(self.warnings) + failed
         stood = {c: run for c, run in self.checks_kept.items() if run != NOT_EVALUATED}
         if checks or self.checks_kept:
             lines.append(
                 f"Checks: {checks} evaluated, {self.checks_passed} passed, "
-                f"{len(self.warnings)} warned, {sum(f.kind == 'check' for f in self.failures)} failed"
+                f"{len(self.warnings)} warned, {failed} failed"
                 + (
                     f"; {len(stood)} not evaluated again, their data unchanged: "
                     f"the evaluation of {_by_run(stood)} stands"
@@ -127,14 +140,18 @@ class RunOutcome:
                 f"from an earlier one; {', '.join(steps)} went ahead without it. Its step's "
                 "messages are in the full log."
             )
-        computed = [m for m in self.materialized if m not in self.kept]
-        marts = sum(m.startswith("marts/") for m in computed)
-        lines.append(
-            f"{len(computed)} assets computed ({marts} marts) in "
-            f"{self.wall_seconds:.0f} s, run {self.run_id}"
-        )
+        return lines
+
+    def _computed_lines(self) -> list[str]:
+        """What the run computed and why, and what it kept from earlier runs."""
         from pipelines.defs.versions import NEVER_COMPUTED
 
+        computed = [m for m in self.materialized if m not in self.kept]
+        marts = sum(m.startswith("marts/") for m in computed)
+        lines = [
+            f"{len(computed)} assets computed ({marts} marts) in "
+            f"{self.wall_seconds:.0f} s, run {self.run_id}"
+        ]
         if self.because and set(self.because.values()) == {NEVER_COMPUTED}:
             lines.append("Computed because: never computed before (a new warehouse)")
         elif self.because:
@@ -154,13 +171,7 @@ class RunOutcome:
                 f"Kept {len(self.kept)}, code and inputs unchanged since {_by_run(self.kept)} "
                 f"computed them: {kept}"
             )
-        for w in self.warnings:
-            lines.append(f"warning: {w.kind} {w.name}: {_short(w.message)}")
-        for f in self.failures:
-            lines.append(f"FAILED {f.kind} {f.name}: {f.message}")
-        if self.log_path:
-            lines.append(f"Full log: {self.log_path}")
-        return "\n".join(lines)
+        return lines
 
 
 def _by_run(items: dict[str, str]) -> str:
@@ -197,13 +208,17 @@ def instance_for(settings: Settings):
     return dg.DagsterInstance.local_temp(tempdir=str(home))
 
 
-def _outcome(result, instance) -> RunOutcome:
+def outcome_of_run(instance, run_id: str, success: bool) -> RunOutcome:
+    """What run `run_id` loaded, checked, computed, kept and failed, read from the instance's
+    event log: the same for a run of `talent run`, of the UI and of the daemon."""
     import dagster as dg
 
-    from pipelines.defs.versions import COMPUTED_BECAUSE, KEPT_FROM_RUN
-
-    out = RunOutcome(success=result.success, run_id=result.run_id)
-    for event in result.all_events:
+    out = RunOutcome(success=success, run_id=run_id)
+    evaluated = set()
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
         if event.event_type == dg.DagsterEventType.STEP_FAILURE:
             message = _error_text(event.step_failure_data.error)
             out.failures.append(Failure("step", event.step_key or "?", message))
@@ -211,56 +226,62 @@ def _outcome(result, instance) -> RunOutcome:
             message = _error_text(event.event_specific_data.error)
             out.failures.append(Failure("resource", "talent", message))
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
-            key = event.asset_key
-            out.materialized.append(key.to_user_string())
-            meta = event.event_specific_data.materialization.metadata
-            values = {k: getattr(v, "value", v) for k, v in meta.items()}
-            if values.get(KEPT_FROM_RUN) is not None:
-                out.kept[key.to_user_string()] = str(values[KEPT_FROM_RUN])
-            if values.get(COMPUTED_BECAUSE):
-                out.because.setdefault(event.step_key or "?", str(values[COMPUTED_BECAUSE]))
-            if key.path[0] == "raw":
-                out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
-            for note in values.get("postgres_notes") or []:
-                out.warnings.append(Failure("publish", key.to_user_string(), str(note)))
+            _add_materialization(out, event)
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.event_specific_data
-            if ev.passed:
-                out.checks_passed += 1
-                continue
-            meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
-            detail = _check_detail(meta) or ev.description or ""
-            name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
-            bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
-            bucket.append(Failure("check", name, detail or "did not pass"))
-    out.checks_kept = _checks_kept(instance, result)
+            evaluated.add((ev.asset_key, ev.check_name))
+            _add_check(out, ev)
+    out.checks_kept = _checks_kept(instance, run_id, evaluated)
     return out
 
 
-def _checks_kept(instance, result) -> dict[str, str]:
+def _add_materialization(out: RunOutcome, event) -> None:
+    from pipelines.defs.versions import COMPUTED_BECAUSE, KEPT_FROM_RUN
+
+    key = event.asset_key
+    out.materialized.append(key.to_user_string())
+    meta = event.event_specific_data.materialization.metadata
+    values = {k: getattr(v, "value", v) for k, v in meta.items()}
+    if values.get(KEPT_FROM_RUN) is not None:
+        out.kept[key.to_user_string()] = str(values[KEPT_FROM_RUN])
+    if values.get(COMPUTED_BECAUSE):
+        out.because.setdefault(event.step_key or "?", str(values[COMPUTED_BECAUSE]))
+    if key.path[0] == "raw":
+        out.loads.append(ExportLoad.from_metadata(key.path[-1], values))
+    for note in values.get("postgres_notes") or []:
+        out.warnings.append(Failure("publish", key.to_user_string(), str(note)))
+
+
+def _add_check(out: RunOutcome, ev) -> None:
+    import dagster as dg
+
+    if ev.passed:
+        out.checks_passed += 1
+        return
+    meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
+    detail = _check_detail(meta) or ev.description or ""
+    name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
+    bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
+    bucket.append(Failure("check", name, detail or "did not pass"))
+
+
+def _checks_kept(instance, run_id: str, evaluated: set) -> dict[str, str]:
     """Checks planned in this run but not evaluated (their asset was kept, or its data and
     rules were those of their last evaluation), each with the run whose evaluation stands."""
     import dagster as dg
 
     from pipelines.defs.versions import last_evaluation
 
-    evaluated = {
-        (event.event_specific_data.asset_key, event.event_specific_data.check_name)
-        for event in result.all_events
-        if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
-    }
     kept = {}
-    planned = instance.all_logs(
-        result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
-    )
+    planned = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED)
     for entry in planned:
         data = entry.dagster_event.event_specific_data
         if (data.asset_key, data.check_name) in evaluated:
             continue
         check_key = dg.AssetCheckKey(data.asset_key, data.check_name)
-        _, run_id = last_evaluation(instance, check_key)
+        _, evaluated_in = last_evaluation(instance, check_key)
         # never evaluated: its step failed or did not run, so no evaluation stands for it
-        kept[check_key.to_user_string()] = run_id or NOT_EVALUATED
+        kept[check_key.to_user_string()] = evaluated_in or NOT_EVALUATED
     return kept
 
 
@@ -315,7 +336,6 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
 
     defs = build_definitions(settings)
     instance = instance_for(settings)
-    t0 = time.monotonic()
     since = datetime.now(UTC).replace(tzinfo=None)
     run_id = str(uuid.uuid4())
     with (
@@ -331,13 +351,38 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
             tags={"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})},
             **kwargs,
         )
-    outcome = _outcome(result, instance)
-    outcome.no_result = notices.no_result
+    outcome = run_summary(
+        settings, job_name, instance, result.run_id, result.success, since, notices.no_result
+    )
+    return outcome
+
+
+def run_summary(
+    settings: Settings,
+    job_name: str,
+    instance,
+    run_id: str,
+    success: bool,
+    since: datetime | None = None,
+    no_result: dict[str, list[str]] | None = None,
+) -> RunOutcome:
+    """The run's summary, from its event log, written where operators look for it: the full
+    log (`<warehouse>/runs/<job>.log`), the record (`last_<job>.json`) and the summary's text
+    (`last_<job>.txt`). `talent run` calls it when its run ends, the run-status sensor
+    (`pipelines/defs/automation.py`) when a run the daemon or the UI launched ends, so both
+    write the same summary. `since`: when the run started (default: the run's own start)."""
+    outcome = outcome_of_run(instance, run_id, success)
+    outcome.no_result = no_result or {}
+    stats = instance.get_run_stats(run_id)
+    if since is None:
+        started = stats.start_time or stats.launch_time or time.time()
+        since = datetime.fromtimestamp(started, UTC).replace(tzinfo=None)
     if job_name == "nightly":
         _add_delivery_issues(outcome, settings, since)
-    outcome.wall_seconds = round(time.monotonic() - t0, 3)
-    outcome.step_seconds = _step_seconds(instance, result.run_id)
-    outcome.log_path = _write_log(settings, job_name, instance, result.run_id)
+    ended = stats.end_time or time.time()
+    outcome.wall_seconds = round(ended - since.replace(tzinfo=UTC).timestamp(), 3)
+    outcome.step_seconds = _step_seconds(instance, run_id)
+    outcome.log_path = _write_log(settings, job_name, instance, run_id)
     _write_run_record(settings, job_name, outcome)
     return outcome
 
@@ -410,10 +455,13 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
     }
     # Written beside and renamed into place: a run killed while writing leaves the previous
     # record whole, never a truncated file the next reader cannot parse.
-    target = runs / f"last_{job_name}.json"
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, target)
+    for target, text in (
+        (runs / f"last_{job_name}.json", json.dumps(record, indent=2)),
+        (runs / f"last_{job_name}.txt", outcome.describe() + "\n"),
+    ):
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
 
 
 def run_nightly(settings: Settings, verbose: bool = False) -> RunOutcome:

@@ -7,8 +7,11 @@ closes everything again for each event it stores, and a nightly stores about 880
 check evaluations, materialisations and their plans): on the bundled sample that was about 5
 of 43 CPU s, measured against the same run with an ephemeral instance. Here each database file
 gets one engine holding one open connection. Dagster's own lock still lets one thread use the
-storage at a time; the tables, the files and the commit of every event (as durable as before)
-are Dagster's, so a `$DAGSTER_HOME` written by either reads with the other.
+storage at a time; the tables, the files and the transaction of every event
+are Dagster's, so a `$DAGSTER_HOME` written by either reads with the other. Its connections
+commit in SQLite's WAL mode without waiting for the disk (synchronous NORMAL): at about 6 ms a
+synced commit and some 4,800 commits a nightly of a 600-employee company, the wait was 40 of
+the run's 260 s of wall time on a busy disk (cProfile, 4,791 commits) (`_wal_commits_without_fsync` says what it risks).
 
 `dagster.yaml` names `TalentInstance` (`instance_class`), not a storage: Dagster still chooses
 the folder (`$DAGSTER_HOME`, or the temporary one a `dagster` command uses without it) and
@@ -32,6 +35,7 @@ from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
@@ -65,6 +69,7 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
                         "check_same_thread": False,
                     },
                 )
+                event.listen(engine, "connect", _wal_commits_without_fsync)
             self._engines[shard] = engine  # most recently used last
             while len(self._engines) > MAX_OPEN_FILES:
                 _, oldest = self._engines.popitem(last=False)
@@ -100,6 +105,17 @@ class OpenSqliteEventLogStorage(SqliteEventLogStorage):
             while self._engines:
                 _, engine = self._engines.popitem()
                 engine.dispose()
+
+
+def _wal_commits_without_fsync(dbapi_connection: Any, _record: Any) -> None:
+    """SQLite's recommended setting for a database in WAL mode (Dagster puts its event log in
+    WAL mode): a commit is written to the log without waiting for the disk, which is synced
+    at each checkpoint. A killed process loses nothing; a power cut or an OS crash can lose the
+    last events, never the database's consistency (sqlite.org/pragma.html#pragma_synchronous).
+    A lost materialisation only makes the next run compute the asset again."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 class TalentInstance(DagsterInstance):

@@ -347,7 +347,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
-# The slowest tests of the run and their share of all the tests' time (setup, call and teardown
+# The slowest tests and modules of the run and their share of all the tests' time (setup, call and teardown
 # added up: a module's shared pipeline run is charged to its first test), printed at the end of
 # every run, so that the suite's cost stays in sight.
 SLOWEST_SHOWN = 20
@@ -371,3 +371,11 @@ def pytest_terminal_summary(terminalreporter) -> None:
     )
     for nodeid, seconds in slowest:
         terminalreporter.write_line(f"{seconds:8.1f} s  {seconds / total:5.1%}  {nodeid}")
+    modules: dict[str, float] = {}
+    for nodeid, seconds in spent.items():
+        module = nodeid.split("::", 1)[0]
+        modules[module] = modules.get(module, 0.0) + seconds
+    heaviest = sorted(modules.items(), key=lambda item: item[1], reverse=True)[:SLOWEST_SHOWN]
+    terminalreporter.write_sep("=", f"heaviest {len(heaviest)} modules")
+    for module, seconds in heaviest:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {seconds / total:5.1%}  {module}")

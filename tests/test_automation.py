@@ -110,7 +110,12 @@ def test_definitions_wire_schedules_sensors_and_jobs():
     repo = defs.get_repository_def()
     assert {s.name for s in repo.schedule_defs} >= {"nightly_schedule", "quarterly_report_schedule"}
     sensors = {s.name: s for s in repo.sensor_defs}
-    assert set(sensors) >= {"new_exports_sensor", "warehouse_freshness_sensor"}
+    assert set(sensors) >= {
+        "new_exports_sensor",
+        "warehouse_freshness_sensor",
+        "run_summary_on_success",
+        "run_summary_on_failure",
+    }
     # every sensor and schedule the README describes runs without being switched on first
     assert all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in sensors.values())
     assert all(s.default_status == dg.DefaultScheduleStatus.RUNNING for s in repo.schedule_defs)
@@ -224,3 +229,64 @@ def test_a_new_instance_does_not_rerun_files_the_warehouse_already_loaded(tmp_pa
     second, _ = tick(cursor)
     assert isinstance(second, dg.RunRequest)
     assert second.tags["talent/new_files"] == "1"
+
+
+# --- the run summary of a run the daemon or the UI launched -----------------------------------
+
+
+def _summary_lines(text: str) -> list[str]:
+    """The summary's lines, without the wall time and the log path (they differ by design) and
+    the warnings about checks without a result (read from Dagster's messages by `talent run`
+    alone)."""
+    return [
+        line
+        for line in text.splitlines()
+        if not line.startswith("Full log:") and "gave no result" not in line
+        and " s, run " not in line
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_daemon_run_gets_the_summary_talent_run_writes(shared_company, tmp_path):
+    """The run-status sensor writes, from the run's event log alone, the summary, record and
+    log `talent run` wrote at the end of the same run; a run of `talent run` it leaves alone."""
+    import shutil
+
+    from pipelines.defs.automation import run_summary_on_success
+
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(shared_company.warehouse, warehouse)
+    cli_runs = tmp_path / "cli-runs"
+    (warehouse / "runs").rename(cli_runs)
+    cli_record = json.loads((cli_runs / "last_nightly.json").read_text())
+    resources = talent_resources(sources_dir=shared_company.sources, warehouse_dir=warehouse)
+    with dg.DagsterInstance.local_temp(tempdir=str(warehouse / "dagster")) as instance:
+        (run,) = instance.get_runs(filters=dg.RunsFilter(job_name="nightly"))
+        assert run.tags.get("talent/trigger") == "cli"
+        (ended,) = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
+
+        def tick(dagster_run):
+            with dg.build_run_status_sensor_context(
+                sensor_name="run_summary_on_success",
+                dagster_event=ended.dagster_event,
+                dagster_instance=instance,
+                dagster_run=dagster_run,
+                resources=resources,
+            ) as context:
+                return run_summary_on_success(context)
+
+        assert isinstance(tick(run), dg.SkipReason)
+        assert not (warehouse / "runs").exists()
+        tick(run.with_tags({**run.tags, "talent/trigger": "new_exports"}))
+
+    runs = warehouse / "runs"
+    record = json.loads((runs / "last_nightly.json").read_text())
+    assert record["run_id"] == run.run_id and record["success"] is True
+    for key in set(cli_record) - {"wall_seconds", "checks_without_result"}:
+        assert record[key] == cli_record[key], key
+    assert record["kept"] == {} and len(record["step_seconds"]) > 20  # a first, whole run
+    text = (runs / "last_nightly.txt").read_text()
+    assert _summary_lines(text) == _summary_lines((cli_runs / "last_nightly.txt").read_text())
+    assert "Loaded:" in text and "Checks:" in text
+    log = (runs / "nightly.log").read_text()
+    assert log == (cli_runs / "nightly.log").read_text()

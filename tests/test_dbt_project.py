@@ -699,3 +699,34 @@ def test_dbt_s_cursors_run_with_the_profile_s_duckdb_settings(tmp_path):
     assert ran.returncode == 0, ran.stdout + ran.stderr
     rows = json.loads(ran.stdout[ran.stdout.index("{") :])["show"]
     assert {n: str(v) for n, v in rows[0].items()} == expected
+
+
+def test_the_definitions_read_a_prepared_manifest_and_only_dagster_dev_prepares_it(
+    tmp_path, monkeypatch
+):
+    """Loading the definitions never parses the dbt project (`make setup` and `talent run`
+    prepare it): a missing or outdated manifest is an error that says how to prepare it;
+    under `dagster dev` (Dagster's DAGSTER_IS_DEV_CLI) it is prepared, as project_dbt does."""
+    import os
+    import shutil
+
+    from dagster_dbt import DbtProject
+
+    from pipelines.defs.dbt_cli import ManifestNotPrepared, prepared_manifest
+
+    copy = tmp_path / "dbt_project"
+    shutil.copytree(DBT_PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs"))
+    project = DbtProject(project_dir=copy, profiles_dir=copy)
+    monkeypatch.delenv("DAGSTER_IS_DEV_CLI", raising=False)
+    with pytest.raises(ManifestNotPrepared, match="make setup"):
+        prepared_manifest(project)
+    assert not (copy / "target" / "manifest.json").exists()
+    monkeypatch.setenv("DAGSTER_IS_DEV_CLI", "1")
+    manifest = prepared_manifest(project)
+    assert manifest == copy / "target" / "manifest.json" and manifest.exists()
+    monkeypatch.delenv("DAGSTER_IS_DEV_CLI")
+    assert prepared_manifest(project) == manifest  # prepared: read as it is
+    model = next((copy / "models" / "marts").glob("*.sql"))
+    os.utime(model, (manifest.stat().st_mtime + 10,) * 2)  # a model edited since
+    with pytest.raises(ManifestNotPrepared, match="older than the dbt project"):
+        prepared_manifest(project)

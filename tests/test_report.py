@@ -382,7 +382,7 @@ def roi_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     from pipelines.lib.roi import DEFAULT_ASSUMPTIONS_PATH, build_roi_tables, load_assumptions
     from pipelines.lib.roi.warehouse import INPUT_MARTS
 
-    lazy = {name: pl.from_pandas(tables[name]).lazy() for name in INPUT_MARTS}
+    lazy = {name: pl.from_pandas(tables[name]).lazy() for name in INPUT_MARTS if name in tables}
     out = build_roi_tables(lazy, load_assumptions(DEFAULT_ASSUMPTIONS_PATH))
     return {name: df.to_pandas() for name, df in out.items()}
 
@@ -533,14 +533,17 @@ def test_page_one_answers_with_the_measured_return_its_range_and_payback(report)
     net = math.floor((COUNTED_12M - INVESTED_12M) / INVESTED_12M * 100)
     low = math.floor((COUNTED_LOW - INVESTED_12M) / INVESTED_12M * 100)
     assert (
-        f"Last 12 months (Oct 2025 – Sep 2026): {_usd(COUNTED_12M)} returned, measured here, on "
+        f"Last 12 months (Oct 2025 – Sep 2026): {_usd(COUNTED_12M)} returned on "
         f"{_usd(INVESTED_12M)} invested, a net return of {net} %".replace("-", "−")
         in verdict
     )
+    # what the counted return multiplies: the measured effect by its assumed price
+    assert "measured effect × assumed price of $50 per GPU-hour of downtime" in verdict
     assert f"(−{abs(low)} % to " in verdict
     assert f"it pays back in {INVESTED_12M / (COUNTED_12M / 12):.1f} months" in verdict
     # returns below the measured kind are named and left out
-    assert f"{_usd(NOT_SHOWN_12M)} resting on effects not distinguishable from none" in verdict
+    assert f"{_usd(NOT_SHOWN_12M)} on effects not distinguishable from none" in verdict
+    assert "resting on assumptions, never drawn, efficiency improvements" in verdict
     assert verdict.startswith("Is training paying off? No: the returns measured here")
 
 
@@ -642,10 +645,16 @@ def test_roi_table_counts_only_returns_on_shown_effects(report):
     assert downtime[0].startswith("incidents measured here, time to restore measured here")
     assert downtime[1] == _usd(COUNTED_12M)
     assert roi["Attrition cost avoided"][:2] == [
-        "voluntary attrition estimated, not distinguishable from no effect",
+        "voluntary attrition estimated, not distinguishable from no effect; price assumed",
         _usd(NOT_SHOWN_12M),
     ]
-    assert roi["Efficiency improvements"][0] == "assumed: a value per GPU-year"
+    # the fixture has no operations exports: efficiency keeps its stated value and names the
+    # export that would measure it
+    assert roi["Efficiency improvements"][0].startswith(
+        "assumed: a stated share of the fleet's cost per certified GPU-year; fewer lost "
+        "GPU-hours not measured (no row in marts.operations_effect); the gpu_usage export"
+    )
+    assert roi["Efficiency improvements"][0].endswith("; price assumed")
     assert roi["Investment"][1] == _usd(INVESTED_12M)
     assert roi["Return counted: measured here"][1].startswith(_usd(COUNTED_12M))
 
@@ -660,7 +669,14 @@ def test_investment_reconciles_with_the_training_spend(report):
 
 def test_every_roi_input_names_its_source(report):
     rows = _table_rows(report["text"], "roi-inputs")
-    sources = {k: v[-1] for k, v in rows.items() if k != "Input"}
+    cells = {k: v[-1] for k, v in rows.items() if k != "Input"}
+    # each source is preceded by the evidence of the input: measured (this company's data) or
+    # assumed (the assumptions file)
+    evidence = {k: v.split(": ", 1)[0] for k, v in cells.items()}
+    sources = {k: v.split(": ", 1)[1] for k, v in cells.items()}
+    assert evidence["Replacement cost per voluntary exit"] == "assumed"
+    assert evidence["Downtime in certified engineers' incidents"] == "measured"
+    assert evidence["Effect of certification: incidents (ratio)"] == "measured"
     assert sources["Replacement cost per voluntary exit"].startswith(
         "published studies: Gallup (2019); Boushey and Glynn (2012); they support 21 %"
     )
@@ -673,7 +689,8 @@ def test_every_roi_input_names_its_source(report):
     )
     for name, source in sources.items():
         assert source.startswith(("this company's data", "domain document", "published studies",
-                                  "estimate")), (name, source)  # fmt: skip
+                                  "estimate", "fleet cost per GPU-year")), (name, source)  # fmt: skip
+        assert evidence[name] == ("measured" if source.startswith("this company") else "assumed")
 
 
 def test_event_study_leaves_out_months_with_few_engineers(report):

@@ -160,11 +160,11 @@ def test_a_return_resting_on_an_effect_not_shown_splits_off_its_part(tmp_path):
     faster = 4 * DOWNTIME_GPU_HOURS * (1 / 0.83 - 1) * 50
     whole = 4 * DOWNTIME_GPU_HOURS * (1 / (0.72 * 0.83) - 1) * 50
     assert roi["Less downtime: faster restore"][:2] == [
-        "time to restore measured here",
+        "time to restore measured here; price assumed",
         f"${faster:,.0f}",
     ]
     assert roi["Less downtime: fewer incidents"][:2] == [
-        "incidents estimated, not distinguishable from no effect",
+        "incidents estimated, not distinguishable from no effect; price assumed",
         f"${whole - faster:,.0f}",
     ]
     # one status for the incident effect, wherever it is named

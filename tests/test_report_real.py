@@ -178,8 +178,10 @@ def test_roi_since_the_start_counts_what_the_roi_mart_counts(real):
     rows = _rows(real["text"], "roi-evidence")
     assert rows["Investment"][2] == f"${invested:,.0f}"
     assert rows["Return counted: measured here"][2].startswith(f"${counted:,.0f}")
-    # the stated per-GPU values are never in the headline
-    assert s.loc[s["item"].isin(["efficiency", "faster_deployment"]), "counted_usd"].sum() == 0
+    # the stated values (efficiency, faster deployment without their operations effect) are
+    # never in the headline
+    assert s.loc[s["status"] == "stated", "counted_usd"].sum() == 0
+    assert set(s["effect_evidence"]) <= {"investment", "measured", "assumed"}
 
 
 @pytest.mark.skipif(

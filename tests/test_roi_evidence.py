@@ -53,6 +53,7 @@ DRIVERS = {
     "certified_voluntary_exits": 10.0,
     "contractor_hours_replaced": 100.0,
     "certified_fleet_gpu_years": 10.0,
+    "certified_gpus_deployed": 10.0,
     "course_list_price_usd": 10_000.0,
     "training_hours": 100.0,
 }
@@ -135,7 +136,7 @@ def test_sensitivity_shows_the_verdict_at_both_ends_of_the_replacement_cost():
     # return the headline leaves out (the per-GPU values) is not listed
     kinds = [s.kind for s in headline_sensitivity(drivers, assumed, effects)]
     assert kinds == sorted(kinds)  # assumptions first, then statistical
-    assert "faster_deployment_usd_per_gpu_year" not in rows
+    assert "faster_deployment_usd_per_gpu" not in rows
     assert {"mttr_ratio", "attrition_hazard_ratio", "all measured effects together"} <= set(rows)
 
 

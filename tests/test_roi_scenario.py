@@ -148,7 +148,7 @@ def test_small_case_by_hand(params):
         "downtime_cost_usd_per_gpu_hour": 10.0,
         "fleet_cost_usd_per_gpu_year": 1000.0,
         "efficiency_share_of_fleet_cost": 0.1,
-        "faster_deployment_usd_per_gpu_year": 0.0,
+        "faster_deployment_usd_per_gpu": 0.0,
     }
     q = {
         "course_participants": 2,

@@ -838,6 +838,49 @@ def main_scale(args: argparse.Namespace) -> dict:
     return results
 
 
+def _results(sources: Path, params: dict, held_back: int, startup: dict, runs: dict) -> dict:
+    """The figures of one `make bench` run, as results.json keeps them: `startup` holds
+    generate_s and bytecode_warmup_s, `runs` the measured runs by name (full, incremental,
+    unchanged, sql_alone, plain; floor and dbt_rebuild are None with --no-floor)."""
+    full, incremental, unchanged = runs["full"], runs["incremental"], runs["unchanged"]
+    sql_alone, plain, floor = runs["sql_alone"], runs["plain"], runs["floor"]
+    gt = json.loads((sources / "ground_truth.json").read_text())
+    return {
+        "scale": {
+            **params,
+            "infrastructure_engineers": gt.get("counts", {}).get("infra_engineers"),
+        },
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        **startup,
+        "held_back_files": held_back,
+        "full_run_s": full["wall_s"],
+        "incremental_run_s": incremental["wall_s"],
+        "full_run_cpu_s": full["cpu_s"],
+        "incremental_run_cpu_s": incremental["cpu_s"],
+        # a night on which no export delivered anything (not a target; what such a night costs)
+        "unchanged_run_cpu_s": unchanged["cpu_s"],
+        "peak_rss_mb": max(full["peak_rss_mb"], incremental["peak_rss_mb"]),
+        "sql_only_s": sql_alone["wall_s"],
+        "sql_only_cpu_s": sql_alone["cpu_s"],
+        "plain_script_s": plain["wall_s"],
+        "plain_script_cpu_s": plain["cpu_s"],
+        "full_over_plain_script_cpu": round(full["cpu_s"] / plain["cpu_s"], 2),
+        "nightly_over_full_cpu": round(incremental["cpu_s"] / full["cpu_s"], 3),
+        # `talent run` on the bundled sample, a fresh warehouse (None with --no-floor)
+        "floor_cpu_s": floor["cpu_s"] if floor else None,
+        # one more dbt build of that warehouse, alone (None with --no-floor)
+        "dbt_rebuild_sample_cpu_s": runs["dbt_rebuild"],
+        "full": full,
+        "incremental": incremental,
+        "unchanged": unchanged,
+        "floor": floor,
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = _parse_args(argv)
     if args.scale:
@@ -870,42 +913,17 @@ def main(argv: list[str] | None = None) -> dict:
         print("dbt build of the sample's warehouse, alone ...", flush=True)
         dbt_rebuild = dbt_rebuild_cpu_s(work)
 
-    gt = json.loads((sources / "ground_truth.json").read_text())
-    results = {
-        "scale": {
-            **params,
-            "infrastructure_engineers": gt.get("counts", {}).get("infra_engineers"),
-        },
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "generate_s": generate_s,
-        "bytecode_warmup_s": warm_s,
-        "held_back_files": len(held),
-        "full_run_s": full["wall_s"],
-        "incremental_run_s": incremental["wall_s"],
-        "full_run_cpu_s": full["cpu_s"],
-        "incremental_run_cpu_s": incremental["cpu_s"],
-        # a night on which no export delivered anything (not a target; what such a night costs)
-        "unchanged_run_cpu_s": unchanged["cpu_s"],
-        "peak_rss_mb": max(full["peak_rss_mb"], incremental["peak_rss_mb"]),
-        "sql_only_s": sql_alone["wall_s"],
-        "sql_only_cpu_s": sql_alone["cpu_s"],
-        "plain_script_s": plain["wall_s"],
-        "plain_script_cpu_s": plain["cpu_s"],
-        "full_over_plain_script_cpu": round(full["cpu_s"] / plain["cpu_s"], 2),
-        "nightly_over_full_cpu": round(incremental["cpu_s"] / full["cpu_s"], 3),
-        # `talent run` on the bundled sample, a fresh warehouse (None with --no-floor)
-        "floor_cpu_s": floor["cpu_s"] if floor else None,
-        # one more dbt build of that warehouse, alone (None with --no-floor)
-        "dbt_rebuild_sample_cpu_s": dbt_rebuild,
+    runs = {
         "full": full,
         "incremental": incremental,
         "unchanged": unchanged,
+        "sql_alone": sql_alone,
+        "plain": plain,
         "floor": floor,
+        "dbt_rebuild": dbt_rebuild,
     }
+    startup = {"generate_s": generate_s, "bytecode_warmup_s": warm_s}
+    results = _results(sources, params, len(held), startup, runs)
     results["targets"] = targets(results)
     results["budgets"] = budgets(results)
     # the last scale run is a run of its own (`--scale`, most of an hour): kept, as it keeps

@@ -152,3 +152,45 @@ def new_exports_sensor(context: dg.SensorEvaluationContext, talent: TalentResour
         run_key=f"sources-{fingerprint}",
         tags={"talent/trigger": "new_exports", "talent/new_files": str(len(new))},
     )
+
+
+def _write_summary(context: dg.RunStatusSensorContext, talent: TalentResource, success: bool):
+    """The run summary of a run the daemon or the UI launched, as `talent run` writes its own
+    (`pipelines.execution.run_summary`): `<warehouse>/runs/last_<job>.txt` and `.json`, and the
+    full log `<job>.log`. A run of `talent run` (tag `talent/trigger: cli`) wrote its own."""
+    from pipelines.execution import run_summary
+
+    run = context.dagster_run
+    if run.tags.get("talent/trigger") == "cli":
+        return dg.SkipReason(
+            f"run {run.run_id[:8]} came from `talent run`, which wrote its summary"
+        )
+    outcome = run_summary(talent.settings, run.job_name, context.instance, run.run_id, success)
+    context.log.info(outcome.describe())
+    return None
+
+
+SUMMARISED_JOBS = [nightly_job, report_job]
+
+
+@dg.run_status_sensor(
+    name="run_summary_on_success",
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=SUMMARISED_JOBS,
+    description="Writes the summary of a finished nightly or report run to <warehouse>/runs/.",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def run_summary_on_success(context: dg.RunStatusSensorContext, talent: TalentResource):
+    return _write_summary(context, talent, success=True)
+
+
+@dg.run_status_sensor(
+    name="run_summary_on_failure",
+    run_status=dg.DagsterRunStatus.FAILURE,
+    monitored_jobs=SUMMARISED_JOBS,
+    description="Writes the summary of a failed nightly or report run to <warehouse>/runs/: "
+    "which step or check failed, and why.",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def run_summary_on_failure(context: dg.RunStatusSensorContext, talent: TalentResource):
+    return _write_summary(context, talent, success=False)

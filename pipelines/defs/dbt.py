@@ -29,6 +29,7 @@ from pipelines.defs.dbt_cli import (  # noqa: F401  (re-exported: the project's 
     dbt_resource,
     ensure_manifest,
     manifest_is_stale,
+    prepared_manifest,
     project_files,
     seed_parse,
     vars_args,
@@ -131,7 +132,7 @@ def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
 
 
 @dbt_assets(
-    manifest=ensure_manifest(),
+    manifest=prepared_manifest(),
     project=dbt_project,
     dagster_dbt_translator=WarehouseTranslator(),
     name="warehouse_dbt",

@@ -1,8 +1,12 @@
 """dbt's project, the CLI resource that runs it, and the parse that gives Dagster its manifest.
 
-Kept apart from the asset definitions (`pipelines.defs.dbt`), which parse the project when they
-are imported: the CLI calls `ensure_manifest(settings)` first, before anything imports them, so
-the one parse of a fresh checkout uses the run's own profile and vars.
+The manifest is prepared, not parsed as a side effect of importing the definitions: `make
+setup` prepares it (`ensure_manifest`, again whenever a file of the dbt project changed),
+`talent run` prepares it with the run's own profile and vars before it loads the definitions,
+and under `dagster dev` the project's preparer does (`TalentDbtPreparer`, a dagster-dbt
+`DbtProjectPreparer`, prepared if dev as Dagster's `project_dbt` example prepares its project). The asset
+definitions (`pipelines.defs.dbt`) only read it (`prepared_manifest`) and say how to prepare it
+when it is missing or older than the project.
 """
 
 import contextlib
@@ -14,12 +18,47 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from dagster_dbt import DbtCliResource, DbtProject
+from dagster_dbt import DbtCliResource, DbtProject, DbtProjectPreparer
 
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
 
+
+class TalentDbtPreparer(DbtProjectPreparer):
+    """Prepares the project with the pipeline's profile and vars (`ensure_manifest`): under
+    `dagster dev` when the definitions load, and whenever `prepare` is called."""
+
+    def prepare_if_dev(self, project: DbtProject) -> None:
+        if self.using_dagster_dev():
+            self.prepare(project)
+
+    def prepare(self, project: DbtProject) -> None:
+        ensure_manifest(project=project)
+
+
 dbt_project = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
+# DbtProject takes no preparer of ours (it builds dagster-dbt's own, which parses without the
+# pipeline's profile and vars), so the definitions call this one (`prepared_manifest`)
+PREPARER = TalentDbtPreparer()
+
+
+class ManifestNotPrepared(RuntimeError):
+    """The dbt manifest is missing or older than the dbt project's files."""
+
+
+def prepared_manifest(project: DbtProject | None = None) -> Path:
+    """The project's manifest, prepared under `dagster dev`; anywhere else it must have been
+    prepared before (`make setup`, `talent run`), and its absence is an error with advice."""
+    project = project or dbt_project
+    PREPARER.prepare_if_dev(project)
+    if manifest_is_stale(Path(project.project_dir), Path(project.manifest_path)):
+        raise ManifestNotPrepared(
+            f"the dbt manifest {project.manifest_path} is missing or older than the dbt "
+            f"project in {project.project_dir}: prepare it with `make setup` (or `python -c "
+            '"from pipelines.defs.dbt_cli import ensure_manifest; ensure_manifest()"`), then '
+            "load the definitions again. `talent run` and `dagster dev` prepare it themselves."
+        )
+    return Path(project.manifest_path)
 
 
 def vars_args(settings: Settings) -> list[str]:

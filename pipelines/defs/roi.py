@@ -49,8 +49,9 @@ DESCRIPTIONS = {
     ],
 )
 def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
-    """Assumptions come from the settings' assumptions file; the certification effect and
-    its CI replace the incident-rate and MTTR ratios."""
+    """Assumptions come from the settings' assumptions file; the certification effects and
+    their CIs replace the incident-rate, MTTR and attrition ratios, and the operations effects
+    (when estimable) price efficiency and faster deployment."""
     s = talent.settings
     if not s.build_db.exists():
         raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")

@@ -253,47 +253,7 @@ def publish(
             )
             con.execute("use published")
             con.execute(f"attach {_quote(str(build_db))} as build (read_only)")
-            tables = con.execute(
-                "select schema_name, table_name, comment from duckdb_tables() "
-                "where database_name = 'build' and schema_name in (select unnest(?)) "
-                "order by schema_name, table_name",
-                [list(PUBLISHED_SCHEMAS)],
-            ).fetchall()
-            views = con.execute(
-                "select schema_name, view_name from duckdb_views() "
-                "where database_name = 'build' and schema_name in (select unnest(?)) "
-                "and not internal",
-                [list(PUBLISHED_SCHEMAS)],
-            ).fetchall()
-            if not tables and not views:
-                raise PublishError(
-                    f"the build file {build_db} has no tables in schema(s) "
-                    f"{', '.join(PUBLISHED_SCHEMAS)}: dbt has not built the marts. Nothing was "
-                    "published; the previous warehouse stays in place."
-                )
-            for schema in PUBLISHED_SCHEMAS:
-                con.execute(f"create schema if not exists {_quote(schema)}")
-            # Views in the build file are materialised: the published file must not depend on
-            # schemas it does not contain.
-            objects = [(s, t, c) for s, t, c in tables] + [(s, v, None) for s, v in views]
-            for schema, name, comment in objects:
-                target = f"{_quote(schema)}.{_quote(name)}"
-                con.execute(
-                    f"create table {target} as select * from build.{_quote(schema)}.{_quote(name)}"
-                )
-                if comment:
-                    con.execute(f"comment on table {target} is {_sql_str(comment)}")
-                for column, col_comment in con.execute(
-                    "select column_name, comment from duckdb_columns() where database_name = "
-                    "'build' and schema_name = ? and table_name = ? and comment is not null",
-                    [schema, name],
-                ).fetchall():
-                    con.execute(
-                        f"comment on column {target}.{_quote(column)} is {_sql_str(col_comment)}"
-                    )
-                result.tables[f"{schema}.{name}"] = con.execute(
-                    f"select count(*) from {target}"
-                ).fetchone()[0]
+            _copy_build_objects(con, build_db, result)
             con.execute("detach build")
             _refuse_unsafe(con, min_group_size)
             result.published_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -315,6 +275,48 @@ def publish(
         raise
     result.size_bytes = published_db.stat().st_size
     return result
+
+
+def _copy_build_objects(con, build_db: Path, result: PublishResult) -> None:
+    """Copy every table and view of the published schemas of attached `build` into the current
+    database, with their comments, counting each table's rows into `result.tables`."""
+    tables = con.execute(
+        "select schema_name, table_name, comment from duckdb_tables() "
+        "where database_name = 'build' and schema_name in (select unnest(?)) "
+        "order by schema_name, table_name",
+        [list(PUBLISHED_SCHEMAS)],
+    ).fetchall()
+    views = con.execute(
+        "select schema_name, view_name from duckdb_views() "
+        "where database_name = 'build' and schema_name in (select unnest(?)) "
+        "and not internal",
+        [list(PUBLISHED_SCHEMAS)],
+    ).fetchall()
+    if not tables and not views:
+        raise PublishError(
+            f"the build file {build_db} has no tables in schema(s) "
+            f"{', '.join(PUBLISHED_SCHEMAS)}: dbt has not built the marts. Nothing was "
+            "published; the previous warehouse stays in place."
+        )
+    for schema in PUBLISHED_SCHEMAS:
+        con.execute(f"create schema if not exists {_quote(schema)}")
+    # Views in the build file are materialised: the published file must not depend on
+    # schemas it does not contain.
+    objects = [(s, t, c) for s, t, c in tables] + [(s, v, None) for s, v in views]
+    for schema, name, comment in objects:
+        target = f"{_quote(schema)}.{_quote(name)}"
+        con.execute(f"create table {target} as select * from build.{_quote(schema)}.{_quote(name)}")
+        if comment:
+            con.execute(f"comment on table {target} is {_sql_str(comment)}")
+        for column, col_comment in con.execute(
+            "select column_name, comment from duckdb_columns() where database_name = "
+            "'build' and schema_name = ? and table_name = ? and comment is not null",
+            [schema, name],
+        ).fetchall():
+            con.execute(f"comment on column {target}.{_quote(column)} is {_sql_str(col_comment)}")
+        result.tables[f"{schema}.{name}"] = con.execute(
+            f"select count(*) from {target}"
+        ).fetchone()[0]
 
 
 def _swap_in(tmp: Path, published_db: Path, pending, result: PublishResult) -> None:

@@ -199,55 +199,7 @@ def programme_episodes(sim: Simulation) -> pd.DataFrame:
         if held:
             continue
         seen.add((i, code))
-        exit_day, exit_type = next(
-            ((d, k) for d, k in sorted(exits.get(i, ())) if d >= start), (None, None)
-        )
-        passed = [d for d, ok, _ in ep["attempts"] if ok]
-        certified_on = passed[0] if passed else None
-        followed = certified_on or min(exit_day or end, end)
-        attempts = [a for a in ep["attempts"] if a[0] <= followed]
-        delivered = [e for e in ep["enrolments"] if e["done_on"] <= end]
-        start_date = date.fromordinal(start)
-        year_later = add_months(start_date, 12).toordinal()
-        left_12m = exit_day is not None and exit_day <= year_later
-        rows.append(
-            {
-                "person_key": f"E{i}",
-                "certification_code": code,
-                "programme_type": ep["programme_type"],
-                "first_enrolled_on": start_date,
-                "cohort_quarter": date(start_date.year, 3 * ((start_date.month - 1) // 3) + 1, 1),
-                "skill_level_at_entry": ep["skill_level"],
-                "role_family_at_entry": ep["role_family"],
-                "tenure_months_at_entry": ep["tenure_months"],
-                "enrolments": len(ep["enrolments"]),
-                "completed": any(e["completed"] for e in delivered),
-                "attempts": len(attempts),
-                "first_attempt_on": date.fromordinal(attempts[0][0]) if attempts else None,
-                "first_attempt_passed": attempts[0][1] if attempts else None,
-                "certified": certified_on is not None,
-                "certified_on": date.fromordinal(certified_on) if certified_on else None,
-                "followed_until": date.fromordinal(followed),
-                "months_followed": (followed - start) / AVERAGE_MONTH_DAYS,
-                "fees_usd": sum(
-                    e["list_price_usd"] if e["charged_usd"] is None else e["charged_usd"]
-                    for e in ep["enrolments"]
-                ),
-                "list_price_usd": sum(e["list_price_usd"] for e in ep["enrolments"]),
-                "exam_fees_usd": sum(fee for _, _, fee in attempts),
-                "training_hours": sum(e["hours_spent"] for e in delivered),
-                "apprenticeship": any(
-                    e["programme_type"] == "apprenticeship" for e in ep["enrolments"]
-                ),
-                "voluntary_exit_12m": left_12m and exit_type == "voluntary",
-                "followed_12m": year_later <= end or left_12m,
-                "exit_on": date.fromordinal(exit_day) if exit_day else None,
-                "exit_type": exit_type,
-                "planted_certify_months": ep["certify_months"],
-                "planted_first_attempt_passes": ep["first_attempt_passes"],
-                "planted_exit_multiplier": ep["exit_multiplier"],
-            }
-        )
+        rows.append(_episode_row(ep, exits.get(i, ()), end))
     columns = [*EPISODE_COLUMNS, "planted_certify_months", "planted_first_attempt_passes"]
     columns.append("planted_exit_multiplier")
     out = pd.DataFrame(rows, columns=columns)
@@ -256,6 +208,55 @@ def programme_episodes(sim: Simulation) -> pd.DataFrame:
     for c in ("followed_until", "exit_on"):
         out[c] = pd.to_datetime(out[c])
     return out
+
+
+def _episode_row(ep: dict, exits, end: int) -> dict:
+    """One row of `programme_episodes` for the episode `ep` (the engineer's first of its
+    track), given the engineer's (day, kind) exits and the as-of day (ordinals)."""
+    i, code, start = ep["i"], ep["certification_code"], ep["start"]
+    exit_day, exit_type = next(((d, k) for d, k in sorted(exits) if d >= start), (None, None))
+    passed = [d for d, ok, _ in ep["attempts"] if ok]
+    certified_on = passed[0] if passed else None
+    followed = certified_on or min(exit_day or end, end)
+    attempts = [a for a in ep["attempts"] if a[0] <= followed]
+    delivered = [e for e in ep["enrolments"] if e["done_on"] <= end]
+    start_date = date.fromordinal(start)
+    year_later = add_months(start_date, 12).toordinal()
+    left_12m = exit_day is not None and exit_day <= year_later
+    return {
+        "person_key": f"E{i}",
+        "certification_code": code,
+        "programme_type": ep["programme_type"],
+        "first_enrolled_on": start_date,
+        "cohort_quarter": date(start_date.year, 3 * ((start_date.month - 1) // 3) + 1, 1),
+        "skill_level_at_entry": ep["skill_level"],
+        "role_family_at_entry": ep["role_family"],
+        "tenure_months_at_entry": ep["tenure_months"],
+        "enrolments": len(ep["enrolments"]),
+        "completed": any(e["completed"] for e in delivered),
+        "attempts": len(attempts),
+        "first_attempt_on": date.fromordinal(attempts[0][0]) if attempts else None,
+        "first_attempt_passed": attempts[0][1] if attempts else None,
+        "certified": certified_on is not None,
+        "certified_on": date.fromordinal(certified_on) if certified_on else None,
+        "followed_until": date.fromordinal(followed),
+        "months_followed": (followed - start) / AVERAGE_MONTH_DAYS,
+        "fees_usd": sum(
+            e["list_price_usd"] if e["charged_usd"] is None else e["charged_usd"]
+            for e in ep["enrolments"]
+        ),
+        "list_price_usd": sum(e["list_price_usd"] for e in ep["enrolments"]),
+        "exam_fees_usd": sum(fee for _, _, fee in attempts),
+        "training_hours": sum(e["hours_spent"] for e in delivered),
+        "apprenticeship": any(e["programme_type"] == "apprenticeship" for e in ep["enrolments"]),
+        "voluntary_exit_12m": left_12m and exit_type == "voluntary",
+        "followed_12m": year_later <= end or left_12m,
+        "exit_on": date.fromordinal(exit_day) if exit_day else None,
+        "exit_type": exit_type,
+        "planted_certify_months": ep["certify_months"],
+        "planted_first_attempt_passes": ep["first_attempt_passes"],
+        "planted_exit_multiplier": ep["exit_multiplier"],
+    }
 
 
 def frames(

@@ -61,33 +61,7 @@ suppressed as (
         order_by='period_type, period_start, segment_type, segment_value',
         keep=['period_type', 'period_start', 'segment_type', 'segment_value'],
     ) }}
-),
-
-final as (
-    select
-        period_type,
-        period_start,
-        segment_type,
-        segment_value,
-        headcount_start,
-        hires,
-        transfers_in,
-        separations,
-        voluntary_separations,
-        involuntary_separations,
-        other_separations,
-        regrettable_separations,
-        transfers_out,
-        headcount_end,
-        average_headcount,
-        turnover_rate,
-        voluntary_turnover_rate,
-        annualized_turnover_rate,
-        trailing_12m_turnover_rate,
-        rolling_12m_retention,
-        suppressed,
-        suppression_reason
-    from suppressed
 )
 
-select * from final
+-- the macro's columns: `keep`, then `measures`, then suppressed and suppression_reason
+select * from suppressed

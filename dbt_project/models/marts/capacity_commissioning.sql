@@ -3,40 +3,14 @@
 -- one or two engineers lead an expansion, and their share would be their certification
 -- status). GPUs, dates and days count no people and stay. No lines: projects add up to nothing
 -- published that counts people.
-with detail as (
-    select * from {{ ref('restricted_capacity_commissioning') }}
-),
-
-suppressed as (
-    {{ suppress_small_groups(
-        'detail',
-        size='leads',
-        measures=['leads', 'certified_leads', 'certified_share_of_leads'],
-        order_by='project_id',
-        keep=[
-            'project_id', 'cluster', 'change_type', 'gpus_added', 'delivered_on', 'accepted_on',
-            'project_status', 'days_to_production', 'days_per_1000_gpus',
-        ],
-    ) }}
-),
-
-final as (
-    select
-        project_id,
-        cluster,
-        change_type,
-        gpus_added,
-        delivered_on,
-        accepted_on,
-        project_status,
-        days_to_production,
-        days_per_1000_gpus,
-        leads,
-        certified_leads,
-        certified_share_of_leads,
-        suppressed,
-        suppression_reason
-    from suppressed
-)
-
-select * from final
+-- The macro's columns: `keep`, then `measures`, then suppressed and suppression_reason.
+{{ suppress_small_groups(
+    ref('restricted_capacity_commissioning'),
+    size='leads',
+    measures=['leads', 'certified_leads', 'certified_share_of_leads'],
+    order_by='project_id',
+    keep=[
+        'project_id', 'cluster', 'change_type', 'gpus_added', 'delivered_on', 'accepted_on',
+        'project_status', 'days_to_production', 'days_per_1000_gpus',
+    ],
+) }}

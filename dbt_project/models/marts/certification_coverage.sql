@@ -44,26 +44,7 @@ suppressed as (
         order_by='segment_type, segment_value',
         keep=['month_end', 'segment_type', 'segment_value'],
     ) }}
-),
-
-final as (
-    select
-        month_end,
-        segment_type,
-        segment_value,
-        headcount,
-        any_cert_headcount,
-        required_cert_compliant_headcount,
-        any_cert_share,
-        required_cert_compliance_share,
-        expiring_next_90d,
-        median_months_to_first_cert,
-        exam_attempts,
-        exam_passes,
-        exam_pass_rate,
-        suppressed,
-        suppression_reason
-    from suppressed
 )
 
-select * from final
+-- the macro's columns: `keep`, then `measures`, then suppressed and suppression_reason
+select * from suppressed

@@ -48,24 +48,7 @@ suppressed as (
             'questions', 'minutes', 'in_catalogue',
         ],
     ) }}
-),
-
-final as (
-    select
-        certification_code,
-        name,
-        issuer,
-        level,
-        validity_months,
-        exam_fee_usd,
-        questions,
-        minutes,
-        in_catalogue,
-        awards,
-        holders_ever,
-        suppressed,
-        suppression_reason
-    from suppressed
 )
 
-select * from final
+-- the macro's columns: `keep`, then `measures`, then suppressed and suppression_reason
+select * from suppressed

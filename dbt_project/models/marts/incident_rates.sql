@@ -21,25 +21,7 @@ suppressed as (
         order_by='breakdown, quarter, certification_status, relative_month',
         keep=['row_key', 'breakdown', 'quarter', 'certification_status', 'relative_month'],
     ) }}
-),
-
-final as (
-    select
-        row_key,
-        breakdown,
-        quarter,
-        certification_status,
-        relative_month,
-        engineers,
-        engineer_months,
-        incidents,
-        incidents_per_100_engineer_months,
-        mttr_median_minutes,
-        mttr_mean_minutes,
-        resolved_incidents,
-        suppressed,
-        suppression_reason
-    from suppressed
 )
 
-select * from final
+-- the macro's columns: `keep`, then `measures`, then suppressed and suppression_reason
+select * from suppressed

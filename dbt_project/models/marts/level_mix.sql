@@ -38,17 +38,7 @@ suppressed as (
         order_by='role_family, skill_level',
         keep=['month_end', 'role_family', 'skill_level'],
     ) }}
-),
-
-final as (
-    select
-        month_end,
-        role_family,
-        skill_level,
-        headcount,
-        suppressed,
-        suppression_reason
-    from suppressed
 )
 
-select * from final
+-- the macro's columns: `keep`, then `measures`, then suppressed and suppression_reason
+select * from suppressed

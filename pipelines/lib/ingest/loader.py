@@ -799,6 +799,47 @@ def _shrink_block(
     return None
 
 
+def _supersede_replaced(
+    con: duckdb.DuckDBPyConnection,
+    plan: _Plan,
+    base: dict,
+    result: IngestResult,
+    config: SourcesConfig,
+    notes: list[str],
+) -> tuple[int | None, str | None]:
+    """Mark the active files this delivery replaces as superseded (and what else they fed that
+    it does not give); note a re-delivery with noticeably fewer rows. Returns the replaced
+    files' row count and names, or (None, names) when nothing was replaced."""
+    delivery, parsed = plan.delivery, plan.parsed
+    before, replaced_names, ids = _replaced(con, delivery.export, base)
+    if not ids:
+        return None, replaced_names
+    con.execute(
+        "UPDATE manifest SET status = 'superseded', superseded_by = ? "
+        "WHERE export = ? AND status = 'active' AND list_contains(?, file_id)",
+        [plan.file_id, delivery.export, ids],
+    )
+    # what else the replaced files fed and this one does not give: it goes with them
+    con.execute(
+        "UPDATE manifest SET status = 'superseded', superseded_by = ? "
+        "WHERE status = 'active' AND list_contains(?, file_id) "
+        "AND NOT list_contains(?, export)",
+        [plan.file_id, ids, list(delivery.feeds or (delivery.export,))],
+    )
+    result.files_superseded += len(ids)
+    after = parsed.rows.num_rows
+    if before and after < before * config.notice_redelivery_share:
+        notice = (
+            f"re-delivery with fewer rows: {base['file_name']} replaced {replaced_names} "
+            f"for {_series_text(base, delivery.export)} with {after} row(s) instead of "
+            f"{before} ({1 - after / before:.0%} fewer); loaded. If rows are missing, "
+            "ask the sender for a complete export"
+        )
+        notes.append(notice)
+        result.shrunk.append((base["file_name"], notice))
+    return before, replaced_names
+
+
 def _load_parsed(
     con: duckdb.DuckDBPyConnection,
     plan: _Plan,
@@ -827,39 +868,14 @@ def _load_parsed(
         result.files_failed.append((base["file_name"], blocked))
         return
     status, superseded_by = "active", None
-    notes = []
+    notes: list[str] = []
     replaced_rows, replaced_names = None, None
     if newer:
         # a late re-delivery of an older version: kept for history, never counted
         status, superseded_by = "superseded", newer[-1].file_id
         result.files_superseded += 1
     elif active:
-        before, replaced_names, ids = _replaced(con, delivery.export, base)
-        if ids:
-            replaced_rows = before
-            con.execute(
-                "UPDATE manifest SET status = 'superseded', superseded_by = ? "
-                "WHERE export = ? AND status = 'active' AND list_contains(?, file_id)",
-                [plan.file_id, delivery.export, ids],
-            )
-            # what else the replaced files fed and this one does not give: it goes with them
-            con.execute(
-                "UPDATE manifest SET status = 'superseded', superseded_by = ? "
-                "WHERE status = 'active' AND list_contains(?, file_id) "
-                "AND NOT list_contains(?, export)",
-                [plan.file_id, ids, list(delivery.feeds or (delivery.export,))],
-            )
-            result.files_superseded += len(ids)
-            after = parsed.rows.num_rows
-            if before and after < before * config.notice_redelivery_share:
-                notice = (
-                    f"re-delivery with fewer rows: {base['file_name']} replaced {replaced_names} "
-                    f"for {_series_text(base, delivery.export)} with {after} row(s) instead of "
-                    f"{before} ({1 - after / before:.0%} fewer); loaded. If rows are missing, "
-                    "ask the sender for a complete export"
-                )
-                notes.append(notice)
-                result.shrunk.append((base["file_name"], notice))
+        replaced_rows, replaced_names = _supersede_replaced(con, plan, base, result, config, notes)
     _insert_rows(con, parsed, plan.file_id, base["period"], delivery.version, base["loaded_at"])
     if parsed.ignored_columns:
         notes.append(

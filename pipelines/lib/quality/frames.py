@@ -52,6 +52,21 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _first_hire(export: Export, with_employees: bool) -> tuple[str, str]:
+    """The column and join that give each job record its person's first hire (job_history
+    only: "no job record before the person was hired"); empty for the other exports."""
+    if export.name != "job_history":
+        return "", ""
+    if not with_employees:
+        return ", null::date as _first_hire_date", ""
+    return ", h._first_hire_date", (
+        "left join (select employee_id, min(coalesce(original_hire_date, hire_date)) "
+        "as _first_hire_date from employees where _file_id in (select file_id from manifest "
+        "where export = 'employees' and status = 'active') "
+        "group by employee_id) h on h.employee_id = r.employee_id"
+    )
+
+
 def current_rows_sql(
     export: Export,
     columns: set[str] | None = None,
@@ -76,18 +91,7 @@ def current_rows_sql(
     key = [k for k in export.key if columns is None or k in columns]
     any_key_null = " or ".join(f"r.{_q(k)} is null" for k in key) or "false"
     partition = ", ".join(f"r.{_q(k)}" for k in key) or "1"
-    extra_cols, extra_join = "", ""
-    if export.name == "job_history" and not with_employees:
-        extra_cols = ", null::date as _first_hire_date"
-    elif export.name == "job_history":
-        # The person's first hire, for "no job record before the person was hired".
-        extra_cols = ", h._first_hire_date"
-        extra_join = (
-            "left join (select employee_id, min(coalesce(original_hire_date, hire_date)) "
-            "as _first_hire_date from employees where _file_id in (select file_id from manifest "
-            "where export = 'employees' and status = 'active') "
-            "group by employee_id) h on h.employee_id = r.employee_id"
-        )
+    extra_cols, extra_join = _first_hire(export, with_employees)
     only = (
         ""
         if only_files is None

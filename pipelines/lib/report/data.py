@@ -47,6 +47,8 @@ REPORT_TABLES = (
     "time_in_level",
     "promotion_effect",
     "programme_next_level",
+    # the operations effects the ROI prices efficiency and faster deployment from (issue 53)
+    "operations_effect",
 )
 
 # Marts read from the published file even when the build file is at hand. The restricted

@@ -31,16 +31,46 @@ from datetime import date
 import polars as pl
 
 from pipelines.lib.roi.assumptions import Assumption, base_params
-from pipelines.lib.roi.model import DRIVER_COLUMNS, LINE_ITEMS, Params, totals
+from pipelines.lib.roi.model import (
+    DRIVER_COLUMNS,
+    LINE_ITEMS,
+    OPERATIONS_EFFECTS,
+    OPERATIONS_ITEMS,
+    Params,
+    formula_mode,
+    totals,
+)
 
 EFFECT_METRICS = ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
+# every effect a return can rest on: certification_effect's, then operations_effect's
+ALL_EFFECTS = (*EFFECT_METRICS, *OPERATIONS_EFFECTS)
+# the value of each effect that means "no effect" (a ratio 1, a difference 0)
+NO_EFFECT = {m: OPERATIONS_EFFECTS.get(m, 1.0) for m in ALL_EFFECTS}
 # the returns priced through an estimated effect, and the effects each rests on
 EFFECT_ITEMS = {
     "downtime_avoided": ("incident_rate_ratio", "mttr_ratio"),
     "attrition_cost_avoided": ("attrition_hazard_ratio",),
 }
-# returns that no effect estimate of this company supports
+# returns that no effect estimate of this company supports (the operations returns while their
+# effect cannot be estimated)
 ASSUMED_ITEMS = ("contractor_cost_avoided", "efficiency", "faster_deployment")
+# the export that measures each operations effect (sources/README.md), for the line that stays
+# assumed without it
+MEASURED_BY = {
+    "commissioning_time_ratio": "the capacity_changes export (expansions and who led them), "
+    "over enough expansions, would measure it",
+    "lost_share_per_10_points": "the gpu_usage export (Slurm or DCGM per cluster), over enough "
+    "clusters and months, would measure it",
+}
+# the assumptions that price each return (the "price" a measured or assumed effect is
+# multiplied by); their evidence is the line's price evidence
+PRICES = {
+    "downtime_avoided": ("downtime_cost_usd_per_gpu_hour",),
+    "attrition_cost_avoided": ("replacement_cost_usd_per_exit",),
+    "contractor_cost_avoided": ("contractor_rate_usd_per_hour", "employee_rate_usd_per_hour"),
+    "efficiency": ("fleet_cost_usd_per_gpu_year",),
+    "faster_deployment": ("fleet_cost_usd_per_gpu_year", "faster_deployment_usd_per_gpu"),
+}
 # the words for each kind, shared by the marts and the report
 EVIDENCE = {
     "measured": "measured here",
@@ -53,12 +83,14 @@ EFFECT_PART = {
     "incident_rate_ratio": "fewer incidents",
     "mttr_ratio": "faster restore",
     "attrition_hazard_ratio": "fewer voluntary exits",
+    "commissioning_time_ratio": "faster commissioning",
+    "lost_share_per_10_points": "fewer lost GPU-hours",
 }
 ASSUMED_WHY = {
     "contractor_cost_avoided": "fewer contractor hours are measured, that training replaced "
     "them is not",
-    "efficiency": "a value per GPU-year",
-    "faster_deployment": "a value per GPU-year",
+    "efficiency": "a stated share of the fleet's cost per certified GPU-year",
+    "faster_deployment": "a stated value per GPU deployed by certified leads",
 }
 
 
@@ -73,11 +105,15 @@ class EffectEvidence:
     estimable: bool
     shown: bool
     reason: str = ""  # why it is not estimable, or why it is not shown
+    needed: str = ""  # of an effect not estimable: the data that would make it estimable
 
 
-def _finite(*values: object) -> bool:
+def _finite(metric: str, *values: object) -> bool:
+    """Finite values, and positive for a ratio (a difference may take any sign)."""
+    ratio = NO_EFFECT.get(metric, 1.0) == 1.0
     return all(
-        v is not None and isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in values
+        v is not None and isinstance(v, int | float) and math.isfinite(v) and (v > 0 or not ratio)
+        for v in values
     )
 
 
@@ -88,8 +124,9 @@ def read_effect_evidence(certification_effect: pl.DataFrame) -> dict[str, Effect
     out = {}
     for r in certification_effect.iter_rows(named=True):
         est, lo, hi = r.get("estimate"), r.get("ci_low"), r.get("ci_high")
-        estimable = _finite(est, lo, hi) and r.get("estimable") is not False
-        excludes = estimable and (hi < 1 or lo > 1)
+        estimable = _finite(str(r["metric"]), est, lo, hi) and r.get("estimable") is not False
+        null = NO_EFFECT.get(str(r["metric"]), 1.0)
+        excludes = estimable and (hi < null or lo > null)
         rejected = bool(r.get("pretrend_rejected") or False)
         finding = r.get("finding")
         shown = estimable and (bool(finding) if finding is not None else excludes and not rejected)
@@ -109,6 +146,7 @@ def read_effect_evidence(certification_effect: pl.DataFrame) -> dict[str, Effect
             estimable=estimable,
             shown=shown,
             reason=reason,
+            needed=str(r.get("data_needed") or "") if not estimable else "",
         )
     return out
 
@@ -129,6 +167,9 @@ class Component:
     # of an unavailable return: the effects it rests on that could not be estimated (the others
     # keep their own status, which is not this return's)
     missing: tuple[str, ...] = ()
+    # measured: every price of the line comes from this company's data; assumed: the
+    # assumptions file supplies one
+    price_evidence: str = "assumed"
 
 
 def _part_label(item_label: str, metrics: tuple[str, ...], split: bool) -> str:
@@ -147,75 +188,107 @@ def _at(params: Params, moves: Mapping[str, float]) -> dict[str, float]:
     return {**params, **moves}
 
 
+def line_prices(item: str, params: Params) -> tuple[str, ...]:
+    """The assumptions that price a return under its active formula."""
+    names = PRICES.get(item, ())
+    if item == "faster_deployment":
+        measured = formula_mode(item, params) == "measured"
+        return ("fleet_cost_usd_per_gpu_year",) if measured else ("faster_deployment_usd_per_gpu",)
+    return names
+
+
+def price_evidence(item: str, params: Params, measured_prices: frozenset[str]) -> str:
+    """`measured` when every price of the line comes from this company's data, else `assumed`."""
+    names = line_prices(item, params)
+    return "measured" if names and all(n in measured_prices for n in names) else "assumed"
+
+
+def _assumed_part(li, amount: float, params: Params, effects, prices: str) -> Component:
+    """A return no effect estimate of this company supports; an operations return says which
+    export would measure it."""
+    why = ASSUMED_WHY.get(li.item, "")
+    if li.item in OPERATIONS_ITEMS:
+        m = OPERATIONS_ITEMS[li.item][0]
+        e = effects.get(m)
+        state = (
+            "not estimable (marts.operations_effect)"
+            if e is not None and not e.estimable
+            else "not measured (no row in marts.operations_effect)"
+            if e is None
+            else "not used"
+        )
+        why = f"{why}; {EFFECT_PART[m]} {state}; {MEASURED_BY[m]}"
+    return Component(li.item, li.label, "assumed", (), amount, why=why, price_evidence=prices)
+
+
+def _effect_parts(li, summed, params, effects, base: float, prices: str) -> list[Component]:
+    """A return resting on estimated effects: its measured part (the effects shown, the others
+    at no effect) with the range over their intervals, and the part not shown."""
+    metrics = EFFECT_ITEMS[li.item] if li.item in EFFECT_ITEMS else (OPERATIONS_ITEMS[li.item][0],)
+    missing = [m for m in metrics if m not in effects or not effects[m].estimable]
+    if missing:
+        why = "; ".join(
+            f"{m.replace('_', ' ')} not estimable: {effects[m].reason if m in effects else 'no row'}"
+            for m in missing
+        )
+        return [
+            Component(li.item, li.label, "unavailable", metrics, None, why=why,
+                      missing=tuple(missing), price_evidence=prices)
+        ]  # fmt: skip
+    shown = tuple(m for m in metrics if effects[m].shown)
+    hidden = tuple(m for m in metrics if not effects[m].shown)
+    split = bool(shown) and bool(hidden)
+    out, counted = [], 0.0
+    if shown:
+        no_hidden = {m: NO_EFFECT[m] for m in hidden}
+        counted = _priced(summed, _at(params, no_hidden))[li.item]
+        ends = [
+            _priced(summed, _at(params, {**no_hidden, **{m: getattr(effects[m], end)
+                                                          for m in shown}}))[li.item]
+            for end in ("ci_low", "ci_high")
+        ]  # fmt: skip
+        lo, hi = sorted(ends)
+        out.append(
+            Component(li.item, _part_label(li.label, shown, split), "measured", shown, counted,
+                      lo, hi, price_evidence=prices)
+        )  # fmt: skip
+    if hidden:
+        out.append(
+            Component(
+                li.item,
+                _part_label(li.label, hidden, split),
+                "not_shown",
+                hidden,
+                base - counted,
+                why="; ".join(f"{m.replace('_', ' ')}: {effects[m].reason}" for m in hidden),
+                price_evidence=prices,
+            )
+        )
+    return out
+
+
 def components(
-    summed: Mapping[str, float], params: Params, effects: Mapping[str, EffectEvidence]
+    summed: Mapping[str, float],
+    params: Params,
+    effects: Mapping[str, EffectEvidence],
+    measured_prices: frozenset[str] = frozenset(),
 ) -> list[Component]:
     """Every return line as one or two components with their evidence, in model order.
 
     `params` are the base values with the measured effects in place (a ratio that is not
-    estimable already at 1, as `warehouse.warehouse_assumptions` sets it)."""
+    estimable already at 1, as `warehouse.warehouse_assumptions` sets it; an operations effect
+    that prices its line flagged `<metric>_used`). `measured_prices` names the prices this
+    company's data supply (every other price is assumed)."""
     base = _priced(summed, params)
     out: list[Component] = []
     for li in LINE_ITEMS:
         if li.category != "return":
             continue
-        if li.item not in EFFECT_ITEMS:
-            out.append(
-                Component(
-                    li.item,
-                    li.label,
-                    "assumed",
-                    (),
-                    base[li.item],
-                    why=ASSUMED_WHY.get(li.item, ""),
-                )
-            )
-            continue
-        metrics = EFFECT_ITEMS[li.item]
-        missing = [m for m in metrics if m not in effects or not effects[m].estimable]
-        if missing:
-            why = "; ".join(
-                f"{m.replace('_', ' ')} not estimable: {effects[m].reason if m in effects else 'no row'}"
-                for m in missing
-            )
-            out.append(
-                Component(
-                    li.item, li.label, "unavailable", metrics, None, why=why, missing=tuple(missing)
-                )
-            )
-            continue
-        shown = tuple(m for m in metrics if effects[m].shown)
-        hidden = tuple(m for m in metrics if not effects[m].shown)
-        split = bool(shown) and bool(hidden)
-        if shown:
-            no_hidden = {m: 1.0 for m in hidden}
-            counted = _priced(summed, _at(params, no_hidden))[li.item]
-            # a ratio's high end prices the smaller saving
-            at_high = _priced(
-                summed, _at(params, {**no_hidden, **{m: effects[m].ci_high for m in shown}})
-            )  # type: ignore[misc]
-            at_low = _priced(
-                summed, _at(params, {**no_hidden, **{m: effects[m].ci_low for m in shown}})
-            )  # type: ignore[misc]
-            lo, hi = sorted((at_high[li.item], at_low[li.item]))
-            out.append(
-                Component(
-                    li.item, _part_label(li.label, shown, split), "measured", shown, counted, lo, hi
-                )
-            )
+        prices = price_evidence(li.item, params, measured_prices)
+        if li.item in EFFECT_ITEMS or formula_mode(li.item, params) == "measured":
+            out += _effect_parts(li, summed, params, effects, base[li.item], prices)
         else:
-            counted = 0.0
-        if hidden:
-            out.append(
-                Component(
-                    li.item,
-                    _part_label(li.label, hidden, split),
-                    "not_shown",
-                    hidden,
-                    base[li.item] - counted,
-                    why="; ".join(f"{m.replace('_', ' ')}: {effects[m].reason}" for m in hidden),
-                )
-            )
+            out.append(_assumed_part(li, base[li.item], params, effects, prices))
     return out
 
 
@@ -280,9 +353,10 @@ def headline(
     effects: Mapping[str, EffectEvidence],
     start: date | None = None,
     end: date | None = None,
+    measured_prices: frozenset[str] = frozenset(),
 ) -> Headline:
     """Price a window's summed drivers and keep only what the data measure in the headline."""
-    parts = components(summed, params, effects)
+    parts = components(summed, params, effects, measured_prices)
     items = _priced(summed, params)
     investment = sum(items[li.item] for li in LINE_ITEMS if li.category == "investment")
     measured = [c for c in parts if c.evidence == "measured"]
@@ -324,7 +398,7 @@ def headline_sensitivity(
     `assumptions` are the warehouse's (the measured effects in place of the assumed ratios). An
     assumption that only prices a return the headline leaves out moves nothing and is left out."""
     params = base_params(assumptions)
-    used = {p for li in LINE_ITEMS for p in li.params} - set(EFFECT_METRICS)
+    used = {p for li in LINE_ITEMS for p in li.params} - set(ALL_EFFECTS)
 
     def run(moves: Mapping[str, float]) -> Headline:
         return headline(summed, _at(params, moves), effects)
@@ -332,8 +406,8 @@ def headline_sensitivity(
     base = run({})
     rows: list[Swing] = []
     for name in sorted(used):
-        a = assumptions[name]
-        if "warehouse" not in a.used_by:
+        a = assumptions.get(name)
+        if a is None or "warehouse" not in a.used_by:
             continue
         lo, hi = run({name: a.low}), run({name: a.high})
         if lo.net_roi == base.net_roi == hi.net_roi:
@@ -352,7 +426,11 @@ def headline_sensitivity(
             )
         )
     stat: list[Swing] = []
-    shown = [m for m in EFFECT_METRICS if m in effects and effects[m].shown]
+    shown = [
+        m
+        for m in ALL_EFFECTS
+        if m in effects and effects[m].shown and (m in EFFECT_METRICS or params.get(f"{m}_used"))
+    ]
     for names in [[m] for m in shown] + ([shown] if len(shown) > 1 else []):
         at_low = run({m: effects[m].ci_low for m in names})  # type: ignore[misc]
         at_high = run({m: effects[m].ci_high for m in names})  # type: ignore[misc]

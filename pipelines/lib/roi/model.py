@@ -7,10 +7,14 @@ certified engineers' incidents); an *assumption* is a figure nobody measured (ra
 costs per GPU-hour). Each line item is one Polars expression over drivers with assumptions as
 literals, so every amount can be traced to its formula and inputs.
 
-Efficiency and faster deployment are credited on *certified* GPU-years: fleet GPU-years times
-the share of the infrastructure team that holds a certification. In the worked example the whole
-team is trained (share 1); in the warehouse the share comes from certification_coverage, so a
-large fleet run by a mostly uncertified team does not inflate the return.
+Efficiency and faster deployment are priced from the operations effects of
+`marts.operations_effect` when they are estimable: efficiency as the lost GPU-hours (failed jobs)
+the team's certified share avoided, faster deployment as the GPU-hours each expansion came into
+production sooner, counted once, in the quarter it was accepted; both at the fleet's cost per
+GPU-hour (`fleet_cost_usd_per_gpu_year` / 8,760). Otherwise they fall back to the domain
+document's stated values, credited on the certified part of the team: efficiency per certified
+GPU-year, faster deployment per GPU deployed by certified leads (once per expansion, never
+again on the installed fleet).
 
 Definitions (the ROI worked example in seed-facts.md uses both):
 - net ROI = (return - investment) / investment: the document's "ROI, first year" (365 %);
@@ -64,6 +68,47 @@ def _positive(p: Params, name: str) -> float:
     if p[name] <= 0:
         raise ValueError(f"{name} must be positive; check certification_effect or the assumptions")
     return p[name]
+
+
+HOURS_PER_YEAR = 8760.0
+# Operations effects (marts.operations_effect) the returns rest on when they are estimable, with
+# the value that means "no effect"; `<metric>_used` is 1 when the estimate prices the line and 0
+# when the line falls back to its assumed formula (not estimable, or no export).
+OPERATIONS_EFFECTS = {"commissioning_time_ratio": 1.0, "lost_share_per_10_points": 0.0}
+OPTIONAL_PARAMS = {
+    **OPERATIONS_EFFECTS,
+    **{f"{m}_used": 0.0 for m in OPERATIONS_EFFECTS},
+}
+# Days saved on an expansion whose leads' certified share is s, with r the commissioning time
+# ratio (all leads certified vs none, log-linear in s): D x (r^-s - 1) = D x (exp(-s ln r) - 1).
+# Summed over expansions that is sum_k M_k (-ln r)^k / k!, M_k = sum 24 x GPUs x D x s^k: the
+# moments are drivers that add up over quarters, so any window is priced at any ratio (its
+# interval's ends too). Eight terms: the remainder is below 1e-5 of the sum for r in 0.3-3.
+COMMISSIONING_TERMS = 8
+COMMISSIONING_MOMENTS = tuple(
+    f"commissioning_gpu_hours_share_pow{k}" for k in range(1, COMMISSIONING_TERMS + 1)
+)
+
+
+def gpu_hour_cost(p: Params) -> float:
+    """What one GPU-hour of capacity costs: the fleet's running cost per GPU-year over the
+    8,760 hours of a year (one figure, `fleet_cost_usd_per_gpu_year`, prices both)."""
+    return p["fleet_cost_usd_per_gpu_year"] / HOURS_PER_YEAR
+
+
+def deployment_gpu_hours_saved(ratio: float) -> pl.Expr:
+    """GPU-hours the certified leads' expansions came into production sooner (see above)."""
+    if ratio <= 0:
+        raise ValueError("commissioning_time_ratio must be positive; check operations_effect")
+    x = -math.log(ratio)
+    return pl.sum_horizontal(
+        [_c(m) * (x**k / math.factorial(k)) for k, m in enumerate(COMMISSIONING_MOMENTS, 1)]
+    )
+
+
+def _measured_or_assumed(p: Params, metric: str, measured: pl.Expr, assumed: pl.Expr) -> pl.Expr:
+    """The measured formula when the operations effect prices the line, else the assumed one."""
+    return measured if p.get(f"{metric}_used", 0.0) else assumed
 
 
 LINE_ITEMS: tuple[LineItem, ...] = (
@@ -208,24 +253,90 @@ LINE_ITEMS: tuple[LineItem, ...] = (
         "return",
         "efficiency",
         "Efficiency improvements",
-        "certified_fleet_gpu_years x fleet_cost_usd_per_gpu_year x efficiency_share_of_fleet_cost",
-        ("certified_fleet_gpu_years",),
-        ("fleet_cost_usd_per_gpu_year", "efficiency_share_of_fleet_cost"),
-        lambda p: (
+        "measured: certified_share_gpu_hours x -(lost_share_per_10_points) x gpu_hour_cost "
+        "(fleet_cost_usd_per_gpu_year / 8,760); assumed: certified_fleet_gpu_years x "
+        "fleet_cost_usd_per_gpu_year x efficiency_share_of_fleet_cost",
+        ("certified_share_gpu_hours", "certified_fleet_gpu_years"),
+        (
+            "lost_share_per_10_points",
+            "fleet_cost_usd_per_gpu_year",
+            "efficiency_share_of_fleet_cost",
+        ),
+        lambda p: _measured_or_assumed(
+            p,
+            "lost_share_per_10_points",
+            _c("certified_share_gpu_hours") * (-p["lost_share_per_10_points"] * gpu_hour_cost(p)),
             _c("certified_fleet_gpu_years")
-            * (p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"])
+            * (p["fleet_cost_usd_per_gpu_year"] * p["efficiency_share_of_fleet_cost"]),
         ),
     ),
     LineItem(
         "return",
         "faster_deployment",
         "Faster deployment",
-        "certified_fleet_gpu_years x faster_deployment_usd_per_gpu_year",
-        ("certified_fleet_gpu_years",),
-        ("faster_deployment_usd_per_gpu_year",),
-        lambda p: _c("certified_fleet_gpu_years") * p["faster_deployment_usd_per_gpu_year"],
+        "measured, once per expansion accepted into production: GPU-hours saved = sum over "
+        "expansions of 24 x GPUs added x days to production x (commissioning_time_ratio ^ "
+        "-certified share of the leads - 1), x gpu_hour_cost (fleet_cost_usd_per_gpu_year / "
+        "8,760); assumed: certified_gpus_deployed x faster_deployment_usd_per_gpu",
+        (*COMMISSIONING_MOMENTS, "certified_gpus_deployed"),
+        (
+            "commissioning_time_ratio",
+            "fleet_cost_usd_per_gpu_year",
+            "faster_deployment_usd_per_gpu",
+        ),
+        lambda p: _measured_or_assumed(
+            p,
+            "commissioning_time_ratio",
+            deployment_gpu_hours_saved(p["commissioning_time_ratio"]) * gpu_hour_cost(p),
+            _c("certified_gpus_deployed") * p["faster_deployment_usd_per_gpu"],
+        ),
     ),
 )
+
+# The drivers and assumptions each formula of an operations return uses (measured | assumed)
+OPERATIONS_ITEMS: dict[str, tuple[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]] = {
+    "efficiency": (
+        "lost_share_per_10_points",
+        {
+            "measured": (
+                ("certified_share_gpu_hours",),
+                ("lost_share_per_10_points", "fleet_cost_usd_per_gpu_year"),
+            ),
+            "assumed": (
+                ("certified_fleet_gpu_years",),
+                ("fleet_cost_usd_per_gpu_year", "efficiency_share_of_fleet_cost"),
+            ),
+        },
+    ),
+    "faster_deployment": (
+        "commissioning_time_ratio",
+        {
+            "measured": (
+                COMMISSIONING_MOMENTS,
+                ("commissioning_time_ratio", "fleet_cost_usd_per_gpu_year"),
+            ),
+            "assumed": (("certified_gpus_deployed",), ("faster_deployment_usd_per_gpu",)),
+        },
+    ),
+}
+
+
+def formula_mode(item: str, params: Params) -> str:
+    """`measured` when an operations return is priced from its estimated effect, else
+    `assumed`; `fixed` for every other line (one formula)."""
+    if item not in OPERATIONS_ITEMS:
+        return "fixed"
+    metric = OPERATIONS_ITEMS[item][0]
+    return "measured" if params.get(f"{metric}_used", 0.0) else "assumed"
+
+
+def active_inputs(li: LineItem, params: Params) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The drivers and assumptions the line's formula uses under these parameters."""
+    mode = formula_mode(li.item, params)
+    if mode == "fixed":
+        return li.drivers, li.params
+    return OPERATIONS_ITEMS[li.item][1][mode]
+
 
 DRIVER_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(d for li in LINE_ITEMS for d in li.drivers))
 ITEM_COLUMNS: tuple[str, ...] = tuple(li.column for li in LINE_ITEMS)
@@ -234,6 +345,7 @@ MODEL_PARAMS: tuple[str, ...] = tuple(dict.fromkeys(q for li in LINE_ITEMS for q
 
 def compute_items(drivers: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """Add one `<item>_usd` column per line item (rounded to cents) and the totals and ratios."""
+    params = {**OPTIONAL_PARAMS, **params}
     missing = [q for q in MODEL_PARAMS if q not in params]
     if missing:
         raise KeyError(f"assumptions missing for the ROI model: {', '.join(missing)}")

@@ -26,7 +26,14 @@ from pipelines.lib.roi.assumptions import (
     base_params,
     load_assumptions,
 )
-from pipelines.lib.roi.model import LINE_ITEMS, Params, floor_percent, sensitivity, totals
+from pipelines.lib.roi.model import (
+    LINE_ITEMS,
+    Params,
+    active_inputs,
+    floor_percent,
+    sensitivity,
+    totals,
+)
 
 # quantity -> what it means; all default to 0 when a scenario leaves them out
 QUANTITIES: dict[str, str] = {
@@ -42,6 +49,8 @@ QUANTITIES: dict[str, str] = {
     "contractor_hours_replaced": "contractor hours a year the trained engineers take over",
     "baseline_voluntary_exits": "voluntary exits a year among the trained engineers, expected without certification",
     "fleet_gpus": "GPUs in the fleet",
+    "gpus_deployed": "GPUs brought into production in the year, priced once for faster "
+    "deployment; default fleet_gpus (a first-year deployment of the whole fleet)",
     "certified_share_of_team": "share (0-1) of the infrastructure team certified; default 1 = the whole team",
 }
 # quantities whose absence means something other than 0
@@ -114,6 +123,13 @@ def load_scenario(path: Path | str, assumptions_path: Path | str | None = None) 
             )
             raise RoiInputError(f"{path}: unknown quantity '{name}'; {hint}")
         quantities[name] = _quantity(name, spec, str(path))
+    if "gpus_deployed" not in quantities and "fleet_gpus" in quantities:
+        quantities["gpus_deployed"] = Quantity(
+            "gpus_deployed",
+            quantities["fleet_gpus"].value,
+            "assumed",
+            "not given: the whole fleet, deployed in the first year",
+        )
     for name in QUANTITIES:
         quantities.setdefault(name, Quantity(name, QUANTITY_DEFAULTS.get(name, 0.0), "not given"))
     share = quantities["certified_share_of_team"].value
@@ -172,13 +188,15 @@ def scenario_drivers(quantities: Mapping[str, float], p: Params) -> pl.LazyFrame
                 q["baseline_voluntary_exits"] * p["attrition_hazard_ratio"]
             ],
             "certified_fleet_gpu_years": [q["fleet_gpus"] * q["certified_share_of_team"]],
+            "certified_gpus_deployed": [q["gpus_deployed"] * q["certified_share_of_team"]],
         }
     )
 
 
 def _inputs_text(li, drivers_row: Mapping[str, float], p: Params) -> str:
-    parts = [f"{d}={drivers_row[d]:,.6g}" for d in li.drivers]
-    parts += [f"{name}={p[name]:,.6g}" for name in li.params]
+    drivers, params = active_inputs(li, p)
+    parts = [f"{d}={drivers_row[d]:,.6g}" for d in drivers]
+    parts += [f"{name}={p[name]:,.6g}" for name in params]
     return "; ".join(parts)
 
 
@@ -186,19 +204,9 @@ def _fmt_ratio(x: float | None) -> str:
     return "n/a (nothing invested)" if x is None else f"{x:.4f}"
 
 
-def run_scenario(scenario: Scenario) -> dict[str, Any]:
-    """Price the scenario: line items, totals, both ROI figures and the sensitivity table.
-
-    Returns plain data (numbers, strings, lists) so the CLI can print it or dump it as JSON."""
-    qvalues = {n: q.value for n, q in scenario.quantities.items()}
-    params = base_params(scenario.assumptions)
-    drivers = scenario_drivers(qvalues, params)
-    result = totals(drivers, params)
-    drow = drivers.collect().row(0, named=True)
-
-    def roi_for(p: Params) -> float | None:
-        return totals(scenario_drivers(qvalues, p), p)["net_roi"]
-
+def _sensitivity_ranges(scenario: Scenario) -> tuple[dict, dict]:
+    """The scenario's assumptions the tornado moves (low, base, high), and the joint move of the
+    two incident ratios."""
     used = {q for li in LINE_ITEMS for q in li.params} | {
         "course_fee_usd_per_participant",
         "bootcamp_fee_usd_per_participant",
@@ -219,9 +227,11 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
             "mttr_ratio": (mttr.low, mttr.high),
         }
     }
-    sens = sensitivity(roi_for, ranges, params, joint)
+    return ranges, joint
 
-    items = [
+
+def _items(result: Mapping[str, Any], drow: Mapping[str, float], params: Params) -> list[dict]:
+    return [
         {
             "category": li.category,
             "item": li.item,
@@ -232,6 +242,25 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         }
         for li in LINE_ITEMS
     ]
+
+
+def run_scenario(scenario: Scenario) -> dict[str, Any]:
+    """Price the scenario: line items, totals, both ROI figures and the sensitivity table.
+
+    Returns plain data (numbers, strings, lists) so the CLI can print it or dump it as JSON."""
+    qvalues = {n: q.value for n, q in scenario.quantities.items()}
+    params = base_params(scenario.assumptions)
+    drivers = scenario_drivers(qvalues, params)
+    result = totals(drivers, params)
+    drow = drivers.collect().row(0, named=True)
+
+    def roi_for(p: Params) -> float | None:
+        return totals(scenario_drivers(qvalues, p), p)["net_roi"]
+
+    ranges, joint = _sensitivity_ranges(scenario)
+    sens = sensitivity(roi_for, ranges, params, joint)
+
+    items = _items(result, drow, params)
     net, gross = result["net_roi"], result["gross_return_multiple"]
     return {
         "scenario": scenario.name,

@@ -36,19 +36,25 @@ import polars as pl
 from pipelines.lib import db
 from pipelines.lib.roi.assumptions import Assumption, RoiInputError, base_params
 from pipelines.lib.roi.evidence import (
+    ALL_EFFECTS,
     EFFECT_ITEMS,
     EFFECT_METRICS,
     EffectEvidence,
     components,
+    price_evidence,
     read_effect_evidence,
 )
 from pipelines.lib.roi.model import (
+    COMMISSIONING_MOMENTS,
     DRIVER_COLUMNS,
     ITEM_COLUMNS,
     LINE_ITEMS,
+    OPERATIONS_EFFECTS,
     Params,
+    active_inputs,
     add_totals,
     compute_items,
+    formula_mode,
     sensitivity,
     totals,
 )
@@ -77,13 +83,28 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
         "segment_value",
         "voluntary_separations",
     ),
+    # operations (optional: a warehouse without the gpu_usage and capacity_changes exports
+    # prices efficiency and faster deployment from their stated values)
+    "capacity_commissioning": (
+        "project_id",
+        "gpus_added",
+        "accepted_on",
+        "days_to_production",
+        "certified_share_of_leads",
+    ),
+    "cluster_utilisation": ("month", "cluster", "gpu_hours_available", "certified_share"),
+    "operations_effect": ("metric", "estimate", "ci_low", "ci_high"),
 }
+# inputs a warehouse may lack: an empty frame stands in and the line stays assumed
+OPTIONAL_MARTS = ("capacity_commissioning", "cluster_utilisation", "operations_effect")
 OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
 # Where each input is read in the build file: the dbt marts' unsuppressed detail lives in schema
 # `restricted` (the published `marts.*` hide small groups, which would drop spend and exits from
 # the sums); the statistics and the fleet (no people in it) are read from `marts`.
 INPUT_SCHEMAS = {
-    name: "marts" if name in ("certification_effect", "fleet_size") else "restricted"
+    name: "marts"
+    if name in ("certification_effect", "operations_effect", "fleet_size")
+    else "restricted"
     for name in INPUT_MARTS
 }
 # The analyst-facing roi_by_period keeps the totals only: its per-driver columns (apprentices,
@@ -139,6 +160,27 @@ DRIVER_SOURCES: dict[str, tuple[str, str, str]] = {
         "fleet GPU-years times the share of engineers certified each month",
         "GPU-years",
     ),
+    "certified_share_gpu_hours": (
+        "cluster_utilisation",
+        "GPU-hours available times 10 x the team's certified share, summed over cluster-months "
+        "(the lost GPU-hours avoided are this times minus the effect per 10 points)",
+        "GPU-hours",
+    ),
+    "certified_gpus_deployed": (
+        "capacity_commissioning",
+        "GPUs added by expansions accepted into production, times the certified share of their "
+        "leads (fleet_size growth times the certified share of the team without the export)",
+        "GPUs",
+    ),
+    **{
+        m: (
+            "capacity_commissioning",
+            f"sum over expansions accepted into production of 24 x GPUs added x days from "
+            f"delivery to production x (certified share of the leads)^{k}",
+            "GPU-hours",
+        )
+        for k, m in enumerate(COMMISSIONING_MOMENTS, 1)
+    },
 }
 # drivers that count people: the report hides them below the minimum group size
 PEOPLE_DRIVERS = ("apprentices", "certified_voluntary_exits")
@@ -249,6 +291,60 @@ def fleet_drivers(fleet_size: pl.LazyFrame, coverage: pl.LazyFrame) -> pl.LazyFr
     )
 
 
+def deployment_drivers(
+    projects: pl.LazyFrame, fleet_size: pl.LazyFrame, coverage: pl.LazyFrame
+) -> pl.LazyFrame:
+    """Per quarter of acceptance into production, once per expansion: the moments of the
+    GPU-hours of commissioning, 24 x GPUs x days x s^k (s the certified share of the leads on
+    the delivery day; the model prices the days saved from them), and the GPUs deployed by
+    certified leads, sum of GPUs x s. Without capacity projects, the GPUs deployed are the
+    fleet's growth per cluster and month (a cluster that appears after the first month counts
+    whole) times the certified share of the team that month."""
+    done = projects.filter(
+        pl.col("accepted_on").is_not_null()
+        & (_f("days_to_production") > 0)
+        & (_f("gpus_added") > 0)
+    ).with_columns(
+        quarter=pl.col("accepted_on").cast(pl.Date).dt.truncate("1q"),
+        s=_f("certified_share_of_leads"),
+        g=24.0 * _f("gpus_added") * _f("days_to_production"),
+    )
+    moments = done.group_by("quarter").agg(
+        certified_gpus_deployed=(_f("gpus_added") * pl.col("s")).sum(),
+        **{
+            m: (pl.col("g") * pl.col("s").pow(k)).sum()
+            for k, m in enumerate(COMMISSIONING_MOMENTS, 1)
+        },
+    )
+    if projects.select(pl.len()).collect().item():
+        return moments
+    share = (
+        coverage.filter(pl.col("segment_type") == "all")
+        .group_by(month=pl.col("month_end").cast(pl.Date).dt.month_start())
+        .agg(share=_f("any_cert_share").mean())
+    )
+    first = fleet_size.select(pl.col("month_end").cast(pl.Date).dt.month_start().min()).collect()
+    grown = (
+        fleet_size.group_by("cluster", month=pl.col("month_end").cast(pl.Date).dt.month_start())
+        .agg(gpus=_f("gpu_count").sum())
+        .sort("cluster", "month")
+        .with_columns(added=pl.col("gpus").diff().over("cluster").fill_null(pl.col("gpus")))
+        .filter(pl.col("month") > first.item())
+        .join(share, on="month", how="left")
+    )
+    return grown.group_by(quarter=pl.col("month").dt.truncate("1q")).agg(
+        certified_gpus_deployed=(pl.col("added").clip(lower_bound=0.0) * _f("share")).sum()
+    )
+
+
+def efficiency_drivers(utilisation: pl.LazyFrame) -> pl.LazyFrame:
+    """Per quarter: GPU-hours available x 10 x the team's certified share, over cluster-months
+    (a month without a team counts as uncertified)."""
+    return utilisation.group_by(quarter=pl.col("month").cast(pl.Date).dt.truncate("1q")).agg(
+        certified_share_gpu_hours=(_f("gpu_hours_available") * 10.0 * _f("certified_share")).sum()
+    )
+
+
 def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
     """Outer-join per-quarter driver frames on quarter; a driver absent in a quarter is 0."""
     quarters = pl.concat([p.select("quarter") for p in parts]).unique()
@@ -262,6 +358,14 @@ def quarterly_drivers(*parts: pl.LazyFrame) -> pl.LazyFrame:
 
 
 STATED_ITEMS = ("efficiency", "faster_deployment")
+
+
+def _empty_effects(frame: pl.DataFrame | None) -> pl.DataFrame:
+    if frame is not None:
+        return frame
+    return pl.DataFrame(
+        schema={c: pl.Float64 for c in ("estimate", "ci_low", "ci_high")} | {"metric": pl.String}
+    )
 
 
 def _effect_row(certification_effect: pl.DataFrame, metric: str) -> dict:
@@ -303,11 +407,15 @@ def effect_params(certification_effect: pl.DataFrame) -> dict[str, tuple[float, 
 
 
 def warehouse_assumptions(
-    assumptions: Mapping[str, Assumption], certification_effect: pl.DataFrame
+    assumptions: Mapping[str, Assumption],
+    certification_effect: pl.DataFrame,
+    operations_effect: pl.DataFrame | None = None,
 ) -> dict[str, Assumption]:
     """The assumptions with the ratios replaced by the measured effect and its CI; a ratio that
-    is not estimable is set to 1 (no effect) so that it prices no return."""
+    is not estimable is set to 1 (no effect) so that it prices no return. The operations
+    effects join them (`operations_assumptions`)."""
     out = dict(assumptions)
+    out.update(operations_assumptions(_empty_effects(operations_effect)))
     measured = effect_params(certification_effect)
     for name in ("incident_rate_ratio", "mttr_ratio"):
         if name not in measured and name in out:
@@ -332,12 +440,63 @@ def warehouse_assumptions(
     return out
 
 
-def item_status(item: str, category: str, unavailable: Mapping[str, str]) -> tuple[str, str]:
+OPERATIONS_UNITS = {
+    "commissioning_time_ratio": "ratio (days to production, all leads certified / none)",
+    "lost_share_per_10_points": "difference in the lost share of available GPU-hours per 10 "
+    "points of certified team",
+}
+
+
+def operations_assumptions(operations_effect: pl.DataFrame) -> dict[str, Assumption]:
+    """Each operations effect as the ROI prices it: the estimate with its 95 % interval and the
+    flag `<metric>_used` at 1 when it is estimable (the line is priced from it), at 0 when not
+    (the line keeps its stated value). Estimated but not distinguishable from none still prices
+    the line, as "not shown", which the headline does not count."""
+    evidence = read_effect_evidence(operations_effect) if operations_effect.height else {}
+    out: dict[str, Assumption] = {}
+    for metric, null in OPERATIONS_EFFECTS.items():
+        e = evidence.get(metric)
+        used = e is not None and e.estimable
+        lo, est, hi = (e.ci_low, e.estimate, e.ci_high) if used else (null, null, null)
+        source = "marts.operations_effect (estimate, 95 % CI)"
+        out[metric] = Assumption(
+            name=metric,
+            unit=OPERATIONS_UNITS[metric],
+            source=source,
+            low=min(lo, est),  # type: ignore[type-var]
+            base=est,  # type: ignore[arg-type]
+            high=max(hi, est),  # type: ignore[type-var]
+            used_by=("warehouse",),
+            basis=source if used else f"not estimable: {e.reason if e else 'no row'}",
+            source_type="estimate",
+        )
+        flag = 1.0 if used else 0.0
+        out[f"{metric}_used"] = Assumption(
+            name=f"{metric}_used",
+            unit="1 = the effect prices the line, 0 = its stated value does",
+            source=source,
+            low=flag,
+            base=flag,
+            high=flag,
+            used_by=("warehouse",),
+        )
+    return out
+
+
+def item_status(
+    item: str, category: str, unavailable: Mapping[str, str], params: Params | None = None
+) -> tuple[str, str]:
     """(status, note) of a summary line: investment, measured, stated or unavailable."""
     if category == "investment":
         return "investment", ""
+    if item in STATED_ITEMS and formula_mode(item, params or {}) == "measured":
+        return "measured", "priced from marts.operations_effect at the fleet's cost per GPU-hour"
     if item in STATED_ITEMS:
-        return "stated", "priced from stated per-GPU values in the assumptions file"
+        return (
+            "stated",
+            "priced from stated values in the assumptions file (the operations "
+            "effect it would rest on is not estimable)",
+        )
     missing = [m for m in EFFECT_ITEMS.get(item, ()) if m in unavailable]
     if missing:
         return "unavailable", "; ".join(
@@ -389,6 +548,28 @@ def driver_text(name: str, value: float, min_group_size: int) -> str:
     return f"{name}={value:,.6g}"
 
 
+# investment lines priced from the data alone (fees, discounts, support paid); the others
+# multiply a measured quantity by an assumed value
+MEASURED_INVESTMENT = ("course_fees", "bootcamp_fees", "exam_fees", "vendor_discounts",
+                       "transition_support")  # fmt: skip
+
+
+def evidence_tags(li, mine: list, params: Params) -> tuple[str, str]:
+    """(effect_evidence, price_evidence) of a summary line. A return's effect is `measured` when
+    it rests on effects estimated from this company's data (shown or not: `evidence` says
+    which), `assumed` when it rests on a stated value or on an effect that is not estimable; its
+    price is `measured` when the data supply every price, else `assumed`. An investment line has
+    no effect (`investment`); its price is measured for fees charged, assumed where a quantity is
+    multiplied by an assumed value."""
+    if li.category == "investment":
+        return "investment", "measured" if li.item in MEASURED_INVESTMENT else "assumed"
+    estimated = any(c.evidence in ("measured", "not_shown") for c in mine)
+    prices = {c.price_evidence for c in mine} or {price_evidence(li.item, params, frozenset())}
+    return ("measured" if estimated else "assumed"), (
+        "measured" if prices == {"measured"} else "assumed"
+    )
+
+
 def roi_summary(
     drivers: pl.LazyFrame,
     params: Params,
@@ -416,12 +597,14 @@ def roi_summary(
     parts = components(summed, params, effects or {}) if effects is not None else []
     rows = []
     for li in LINE_ITEMS:
-        inputs = [driver_text(d, summed[d], min_group_size) for d in li.drivers] + [
-            f"{p}={params[p]:,.6g}" for p in li.params
+        drivers, names = active_inputs(li, params)
+        inputs = [driver_text(d, summed[d], min_group_size) for d in drivers] + [
+            f"{p}={params[p]:,.6g}" for p in names
         ]
-        status, note = item_status(li.item, li.category, unavailable or {})
+        status, note = item_status(li.item, li.category, unavailable or {}, params)
         mine = [c for c in parts if c.item == li.item]
         kinds = sorted({c.evidence for c in mine})
+        effect_ev, price_ev = evidence_tags(li, mine, params)
         rows.append(
             {
                 "category": li.category,
@@ -435,9 +618,9 @@ def roi_summary(
                 "evidence": "investment"
                 if li.category == "investment"
                 else (" + ".join(kinds) if kinds else None),
-                "rests_on": ", ".join(
-                    m for m in EFFECT_METRICS if any(m in c.rests_on for c in mine)
-                )
+                "effect_evidence": effect_ev,
+                "price_evidence": price_ev,
+                "rests_on": ", ".join(m for m in ALL_EFFECTS if any(m in c.rests_on for c in mine))
                 or None,
                 "counted_usd": None
                 if status == "unavailable"
@@ -458,6 +641,8 @@ def roi_summary(
             "formula": pl.String,
             "inputs": pl.String,
             "evidence": pl.String,
+            "effect_evidence": pl.String,
+            "price_evidence": pl.String,
             "rests_on": pl.String,
             "counted_usd": pl.Float64,
             "period_start": pl.Date,
@@ -484,12 +669,28 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
         }
     }
     table = sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
-    statistical = [*EFFECT_METRICS, *joint]
+    statistical = [*ALL_EFFECTS, *joint]
     return table.with_columns(
         kind=pl.when(pl.col("assumption").is_in(statistical))
         .then(pl.lit("statistical"))
         .otherwise(pl.lit("assumption"))
     )
+
+
+OPTIONAL_TYPES = {
+    "accepted_on": pl.Date,
+    "month": pl.Date,
+    "project_id": pl.String,
+    "cluster": pl.String,
+    "metric": pl.String,
+}
+
+
+def _optional(marts: Mapping[str, pl.LazyFrame], name: str) -> pl.LazyFrame:
+    """An optional input mart, or an empty frame with its columns when the warehouse lacks it."""
+    if name in marts:
+        return marts[name]
+    return pl.LazyFrame(schema={c: OPTIONAL_TYPES.get(c, pl.Float64) for c in INPUT_MARTS[name]})
 
 
 def build_roi_tables(
@@ -499,7 +700,8 @@ def build_roi_tables(
 ) -> dict[str, pl.DataFrame]:
     """All three output tables from the input marts (LazyFrames keyed by mart name)."""
     effect = marts["certification_effect"].collect()
-    assumed = warehouse_assumptions(assumptions, effect)
+    operations = _optional(marts, "operations_effect").collect()
+    assumed = warehouse_assumptions(assumptions, effect, operations)
     params = base_params(assumed)
     drivers = (
         quarterly_drivers(
@@ -510,6 +712,12 @@ def build_roi_tables(
             ),
             fleet_drivers(marts["fleet_size"], marts["certification_coverage"]),
             attrition_drivers(marts["attrition"]),
+            deployment_drivers(
+                _optional(marts, "capacity_commissioning"),
+                marts["fleet_size"],
+                marts["certification_coverage"],
+            ),
+            efficiency_drivers(_optional(marts, "cluster_utilisation")),
         )
         .collect()
         .lazy()
@@ -520,7 +728,7 @@ def build_roi_tables(
             drivers,
             params,
             unavailable_effects(effect),
-            read_effect_evidence(effect),
+            read_effect_evidence(pl.concat([effect, operations], how="diagonal_relaxed")),
             min_group_size,
         ),
         "roi_sensitivity": roi_sensitivity(drivers, assumed),
@@ -538,6 +746,8 @@ def read_marts(
             "select count(*) from information_schema.tables where table_schema = ? and table_name = ?",
             [schema, name],
         ).fetchall()[0][0]
+        if not exists and name in OPTIONAL_MARTS:
+            continue
         if not exists:
             raise RoiInputError(
                 f"{schema}.{name} is missing from {db_label}: the ROI assets need it. Build it "
@@ -588,7 +798,15 @@ COLUMN_COMMENTS = {
         "evidence": "for a return: measured (rests on effects this company's data show), "
         "not_shown (on effects estimated but not distinguishable from none), assumed (no effect "
         "estimate supports it) or unavailable; 'measured + not_shown' when a line splits",
-        "rests_on": "the certification effects (certification_effect.metric) the return rests on",
+        "effect_evidence": "for a return: measured (the effect it prices rests on estimates from "
+        "this company's data, certification_effect or operations_effect; `evidence` says whether "
+        "they are shown) or assumed (a stated value of the assumptions file, or an effect that "
+        "is not estimable); investment for an investment line",
+        "price_evidence": "measured (every price of the line comes from this company's data: "
+        "fees charged) or assumed (a value of the assumptions file prices it, e.g. the "
+        "replacement cost per exit or the fleet's cost per GPU-hour)",
+        "rests_on": "the effects (certification_effect.metric, operations_effect.metric) the "
+        "return rests on",
         "counted_usd": "USD of the return resting only on effects the data show (the other "
         "effects at 1, no effect): the part the report's headline counts",
         "period_start": "first day of the data window",

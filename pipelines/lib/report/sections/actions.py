@@ -34,7 +34,12 @@ from pipelines.lib.report.sections.base import Section, Table, table
 from pipelines.lib.report.sections.composition import CompositionFacts
 from pipelines.lib.report.sections.coverage import CoverageFacts
 from pipelines.lib.report.sections.expiring import ExpiringFacts
-from pipelines.lib.report.sections.roi import RoiFacts
+from pipelines.lib.report.sections.roi import (
+    PER_CERTIFICATION_DEFINITION,
+    PER_CERTIFICATION_LABEL,
+    RoiFacts,
+    investment_per_certification,
+)
 from pipelines.lib.report.suppression import suppression_mask
 
 SIZE_ORDER = ("large", "medium", "small")
@@ -51,6 +56,9 @@ class Cluster:
     missing: float  # missing at least one required certification
     uncertified: float  # holding no certification
     expiring: float
+    # certifications they would need at most: each missing engineer times the number of
+    # certifications the role requires (the mart says who is compliant, not how many each lacks)
+    missing_most: float = 0.0
 
 
 def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
@@ -65,6 +73,13 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
     )
     if cur.empty or teams.empty:
         return []
+    required = (
+        cur["required_certification_codes"].fillna("").astype(str).str.split(";")
+        .map(lambda codes: max(1, len([c for c in codes if c.strip()])))
+    )  # fmt: skip
+    cur = cur.assign(
+        most=(cur["headcount"] - cur["required_cert_compliant_headcount"]).clip(lower=0) * required
+    )
     t = (
         cur.groupby("team")
         .agg(
@@ -72,6 +87,7 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
             size_class=("fleet_size_class", "first"),
             engineers=("headcount", "sum"),
             compliant=("required_cert_compliant_headcount", "sum"),
+            most=("most", "sum"),
         )
         .reset_index()
     )
@@ -94,6 +110,7 @@ def clusters(marts: Marts, month, thr: int) -> list[Cluster]:
                 float(r.engineers - r.compliant),
                 float(c["headcount"] - c["any_cert_headcount"]),
                 float(c["expiring_next_90d"]),
+                float(r.most),
             )
         )
     return sorted(out, key=lambda c: (-c.gpus, c.team))
@@ -116,6 +133,9 @@ class Action:
     one_off: float | None
     yearly: float | None
     returns: Markup | str
+    # the one-off cost when each engineer lacks every certification the role requires (the
+    # one-off cost prices one each)
+    one_off_most: float | None = None
 
 
 @dataclass
@@ -160,8 +180,7 @@ def actions_facts(
     if year is not None:
         f.investment_12m = year.investment
     if year is not None and coverage is not None:
-        if coverage.passes_12m:
-            f.per_certification = year.investment / coverage.passes_12m
+        f.per_certification = investment_per_certification(roi, coverage.passes_12m)
         if coverage.certified_12m:
             f.per_engineer = year.counted / coverage.certified_12m
     per_attempt = roi.exam_spend_per_attempt
@@ -170,7 +189,9 @@ def actions_facts(
     if scope:
         missing = sum(c.missing for c in scope)
         uncert = sum(c.uncertified for c in scope)
-        once = missing * f.per_certification if f.per_certification is not None else None
+        per = f.per_certification
+        once = missing * per if per is not None else None
+        most = sum(max(c.missing_most, c.missing) for c in scope) * per if per is not None else None
         renew = missing * per_attempt * 12 / validity_months if per_attempt is not None else None
         f.actions.append(
             Action(
@@ -182,6 +203,7 @@ def actions_facts(
                 once,
                 renew,
                 _return_words(f.per_engineer, uncert, roi),
+                most,
             )
         )
     if expiring is not None and expiring.expiring:
@@ -334,8 +356,15 @@ def _once(a: Action, f: ActionFacts) -> Markup | str:
     )
 
 
+def _one_off(a: Action) -> str:
+    """`$1,517,000 to $3,270,000`: one certification per engineer to every one the role requires."""
+    if a.one_off is None or a.one_off_most is None or a.one_off_most <= a.one_off + 0.5:
+        return _money(a.one_off)
+    return f"{usd(a.one_off)} to {usd(a.one_off_most)}"
+
+
 def action_rows(f: ActionFacts) -> list[list]:
-    return [[a.what, a.concerns, _money(a.one_off), _money(a.yearly), a.returns] for a in f.actions]
+    return [[a.what, a.concerns, _one_off(a), _money(a.yearly), a.returns] for a in f.actions]
 
 
 def actions_table(f: ActionFacts, q: Quarter) -> Table | None:
@@ -358,18 +387,23 @@ def actions_section(f: ActionFacts, q: Quarter, roi: RoiFacts) -> Section:
     )
     per = (
         sentence(
-            "A certification costs about {c} (the last 12 months' ROI investment per exam "
-            "passed in them); the measured return per certified engineer is about {r} a year "
+            "A certification costs about {c} ({label}: {definition}); the measured return per "
+            "certified engineer is about {r} a year "
             "(the return counted over the last 12 months ÷ the certified engineers on average "
             "over them). ",
             c=usd(f.per_certification),
+            label=PER_CERTIFICATION_LABEL,
+            definition=PER_CERTIFICATION_DEFINITION,
             r=usd(f.per_engineer),
         )
         if f.per_certification is not None and f.per_engineer is not None
         else ""
     )
     section.lead = sentence(
-        "{per}Renewals are priced at the exam spend per attempt of the last 12 months and recur "
+        "{per}Certifying is priced from one certification per engineer missing a required one to "
+        "every certification their role requires (the data say who meets the role's "
+        "requirements, not how many each lacks). Renewals are priced at the exam spend per "
+        "attempt of the last 12 months and recur "
         "every certification's validity; hires at the middle of the seed's salary bands for the "
         "role. The table repeats each action's figure at the end of last quarter, for the same "
         "clusters, so the effect of last quarter's actions can be followed.",

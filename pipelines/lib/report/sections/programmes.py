@@ -400,7 +400,11 @@ def _cost_table(f: ProgrammeFacts, thr: int, seed: dict[str, str]):
     note = (
         "Cost per certification = (course fees + exam fees + engineers' time + senior time) ÷ "
         "certifications earned; engineers' time is their training hours, senior time the "
-        "apprentices' share of a senior's hours (glossary)."
+        "apprentices' share of a senior's hours (glossary). It is each programme's own cost, "
+        "over all its cohorts; the actions and the team composition price a certification at "
+        "a different figure, the ROI investment per certification earned (the last 12 months' "
+        "whole investment, exam materials and labs included, ÷ the certifications earned in "
+        "them)."
     )
     if priced:
         note += " Priced with the assumptions file: " + "; ".join(priced) + "."

@@ -30,7 +30,12 @@ from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
 from pipelines.lib.report.sections.programmes import programmes_section
-from pipelines.lib.report.sections.roi import roi_section
+from pipelines.lib.report.sections.roi import (
+    PER_CERTIFICATION_DEFINITION,
+    PER_CERTIFICATION_LABEL,
+    investment_per_certification,
+    roi_section,
+)
 from pipelines.lib.report.sections.summary import benchmark_rows
 from pipelines.lib.roi.assumptions import Target
 
@@ -94,13 +99,13 @@ def _composition(b: Build):
     """Certifications are priced at this company's ROI investment per certification earned in
     the last 12 months, the same figure the actions use; the seed's fees only without it."""
     basis, cov, roi = b.inputs.cost_basis, b.facts.get("coverage"), b.facts.get("roi")
-    if basis is not None and roi is not None and roi.year is not None and cov and cov.passes_12m:
-        per = roi.year.investment / cov.passes_12m
+    per = investment_per_certification(roi, cov.passes_12m if cov else None)
+    if basis is not None and per is not None:
         basis = CostBasis(
             basis.salary,
             per,
-            f"{usd(per)}, this company's ROI investment of the last 12 months per certification "
-            "earned in them",
+            f"{usd(per)}, this company's {PER_CERTIFICATION_LABEL} "
+            f"({PER_CERTIFICATION_DEFINITION})",
         )
     return composition_section(b.marts, b.q, b.thr, basis)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -40,6 +41,7 @@ from pipelines.lib.report.sections.effects import (
     EVIDENCE_WORDS,
     Effect,
     estimate_text,
+    read_effects,
     status_tag,
 )
 from pipelines.lib.report.suppression import is_small, mask_label, shown, suppression_mask
@@ -51,6 +53,7 @@ from pipelines.lib.roi.assumptions import (
     load_assumptions,
 )
 from pipelines.lib.roi.evidence import (
+    ALL_EFFECTS,
     EFFECT_METRICS,
     Component,
     EffectEvidence,
@@ -60,7 +63,14 @@ from pipelines.lib.roi.evidence import (
     headline_sensitivity,
     window_drivers,
 )
-from pipelines.lib.roi.model import DRIVER_COLUMNS, LINE_ITEMS
+from pipelines.lib.roi.model import (
+    COMMISSIONING_MOMENTS,
+    DRIVER_COLUMNS,
+    HOURS_PER_YEAR,
+    LINE_ITEMS,
+    OPERATIONS_EFFECTS,
+    active_inputs,
+)
 from pipelines.lib.roi.warehouse import DRIVER_SOURCES, PEOPLE_DRIVERS, warehouse_assumptions
 
 EVIDENCE_ORDER = {"measured": 0, "not_shown": 1, "assumed": 2, "unavailable": 3}
@@ -81,6 +91,7 @@ class InputRow:
     since: str  # value since the start ("" when it is the same)
     source: Markup | str
     csv: list  # numbers as numbers for the appendix file
+    evidence: str = ""  # measured (this company's data) | assumed (the assumptions file)
 
 
 @dataclass
@@ -96,6 +107,10 @@ class RoiFacts:
     assumptions: dict[str, Assumption] = field(default_factory=dict)
     inputs: list[InputRow] = field(default_factory=list)
     why_not: str = ""
+    # the months the outcome data behind the returns cover (the effects' windows), which may
+    # begin after the spend data do
+    outcomes_start: date | None = None
+    outcomes_end: date | None = None
 
     @property
     def year_label(self) -> str:
@@ -103,7 +118,15 @@ class RoiFacts:
 
     @property
     def since_label(self) -> str:
-        return _label(self.since)
+        """`Oct 2020 – Sep 2026; outcome data Oct 2022 – Sep 2026` when the returns rest on
+        outcome data that begin later than the spend."""
+        text = _label(self.since)
+        h = self.since
+        if self.outcomes_start and h is not None and h.start and self.outcomes_start > h.start:
+            text += "; returns from outcome data of " + window_label(
+                self.outcomes_start, self.outcomes_end or h.end
+            )
+        return text
 
     @property
     def verdict(self) -> str:
@@ -207,9 +230,26 @@ def evidence_of(effects: dict[str, Effect]) -> dict[str, EffectEvidence]:
     """The report's one reading of each effect, handed to the ROI model: the same status
     governs the effects table, the sentences and the ROI lines."""
     return {
-        m: EffectEvidence(m, e.estimate, e.ci_low, e.ci_high, e.estimable, e.finding, e.why)
+        m: EffectEvidence(
+            m,
+            e.estimate,
+            e.ci_low,
+            e.ci_high,
+            e.estimable,
+            e.finding,
+            e.not_estimable_reason if not e.estimable else e.why,
+            e.data_needed if not e.estimable else "",
+        )
         for m, e in effects.items()
     }
+
+
+def operations_effects(marts: Marts) -> dict[str, Effect]:
+    """The operations effects the ROI rests on (marts.operations_effect), read as the
+    certification effects are; empty when the warehouse has none."""
+    frame = marts.get("operations_effect")
+    found = read_effects(frame) if frame is not None else {}
+    return {m: e for m, e in found.items() if m in OPERATIONS_EFFECTS}
 
 
 def _effect_frame(effects: dict[str, Effect]) -> pl.DataFrame:
@@ -262,12 +302,15 @@ def price_windows(
         return f"certification_effect has no row for {', '.join(missing)}"
     if assumptions_path is None or not Path(assumptions_path).is_file():
         return f"the assumptions file {assumptions_path} is missing"
+    ops = operations_effects(marts)
     try:
-        assumed = warehouse_assumptions(load_assumptions(assumptions_path), _effect_frame(effects))
+        assumed = warehouse_assumptions(
+            load_assumptions(assumptions_path), _effect_frame(effects), _effect_frame(ops)
+        )
     except RoiInputError as exc:
         return str(exc)
     params = base_params(assumed)
-    ev = evidence_of(effects)
+    ev = evidence_of({**effects, **ops})
     quarters = sorted(d for d in bp["period_start"].to_list() if d <= q.start)
     if not quarters:
         return f"roi_by_period has no quarter up to {q.label}"
@@ -284,10 +327,30 @@ def _roi_range(h: Headline) -> str:
     return f"{roi_pct(h.net_roi_low)} to {roi_pct(h.net_roi_high)}"
 
 
+# the operations effects' names where the effects module has none (it words the certification
+# effects of marts.certification_effect)
+OPERATIONS_LABELS = {
+    "commissioning_time_ratio": "Commissioning time (delivery to production)",
+    "lost_share_per_10_points": "Lost GPU-hours (failed jobs)",
+}
+
+
+def effect_label(metric: str) -> str:
+    """The outcome an effect is about, as every ROI table and caption names it."""
+    if metric in EFFECT_TEXT:
+        return EFFECT_TEXT[metric][0]
+    return OPERATIONS_LABELS.get(metric, nice(metric))
+
+
+def lower_first(text: str) -> str:
+    """`Lost GPU-hours` -> `lost GPU-hours`: a label inside a sentence keeps its acronyms."""
+    return text[:1].lower() + text[1:]
+
+
 def evidence_cell(c: Component) -> Markup:
     """The evidence of a component in the words of the effects it rests on, tagged per effect."""
     if c.evidence == "assumed":
-        return sentence("assumed: {why}", why=c.why)
+        return sentence("assumed: {why}; price {p}", why=c.why, p=c.price_evidence)
     status = EVIDENCE_STATUS[c.evidence]
     # an unavailable return names the effects that are not estimable; an effect it also rests
     # on that was estimated keeps its own status, stated where that effect is reported
@@ -295,12 +358,14 @@ def evidence_cell(c: Component) -> Markup:
     tags = Markup(", ").join(
         sentence(
             "{label} {tag}",
-            label=EFFECT_TEXT.get(m, (nice(m),))[0].lower(),
+            label=lower_first(effect_label(m)),
             tag=status_tag(m, status, EVIDENCE_WORDS),
         )
         for m in metrics
     )
-    return tags
+    if c.evidence == "unavailable":
+        return tags
+    return sentence("{tags}; price {p}", tags=tags, p=c.price_evidence)
 
 
 def _evidence_table(f: RoiFacts) -> Table:
@@ -407,6 +472,10 @@ DRIVER_LABELS = {
     "certified_voluntary_exits": "Voluntary exits of certified engineers",
     "contractor_hours_replaced": "Contractor hours below their early level",
     "certified_fleet_gpu_years": "Certified GPU-years",
+    "certified_share_gpu_hours": "GPU-hours available × 10 × the team's certified share",
+    "certified_gpus_deployed": "GPUs deployed by certified leads",
+    "commissioning_gpu_hours_share_pow1": "GPU-hours of commissioning × certified share of "
+    "the leads",
 }
 ASSUMPTION_LABELS = {
     "replacement_cost_usd_per_exit": "Replacement cost per voluntary exit",
@@ -421,7 +490,7 @@ ASSUMPTION_LABELS = {
     "apprenticeship_senior_productivity_loss": "Senior's time an apprentice takes",
     "efficiency_share_of_fleet_cost": "Efficiency gain, share of fleet cost",
     "fleet_cost_usd_per_gpu_year": "Fleet cost per GPU-year",
-    "faster_deployment_usd_per_gpu_year": "Faster deployment, value per GPU-year",
+    "faster_deployment_usd_per_gpu": "Faster deployment, value per GPU deployed",
     "contractor_baseline_months": "Months of contractor baseline",
 }
 
@@ -443,7 +512,7 @@ def short_source(a: Assumption) -> str:
 VERDICT_SHORT = {"pays": "pays off", "likely": "pays off", "not_shown": "does not pay off"}
 
 
-def _unit_value(a: Assumption, v: float | None) -> str:
+def unit_value(a: Assumption, v: float | None) -> str:
     """One value of an assumption in its unit: `$31,500`, `10 %`, `4.5 months per apprentice`."""
     if v is None:
         return "–"
@@ -477,15 +546,27 @@ def _value(v: float, unit: str) -> str:
     return f"{num(v, decimals)} {unit}".strip()
 
 
-def inputs_rows(
-    f: RoiFacts, effects: dict[str, Effect], thr: int, year: dict, since: dict
-) -> list[InputRow]:
-    """Every value the ROI uses, with its source: this company's data (mart and window), the
-    effect estimates (mart, months, status), and each assumption with its kind of source and
-    the line of the assumptions file a user changes."""
+def _active(f: RoiFacts) -> tuple[set[str], set[str]]:
+    """The drivers and assumptions the window's formulas use (an operations return uses the
+    drivers of its measured formula or of its stated one, not both)."""
+    params = base_params(f.assumptions)
+    drivers: set[str] = set()
+    names: set[str] = set()
+    for li in LINE_ITEMS:
+        d, n = active_inputs(li, params)
+        drivers |= set(d)
+        names |= set(n)
+    return drivers, names
+
+
+def _driver_rows(f: RoiFacts, thr: int, year: dict, since: dict) -> list[InputRow]:
+    active, _ = _active(f)
     rows: list[InputRow] = []
     for d in DRIVER_COLUMNS:
         mart, what, unit = DRIVER_SOURCES[d]
+        # the higher moments of commissioning time only carry the arithmetic of the days saved
+        if d in COMMISSIONING_MOMENTS[1:] or d not in active:
+            continue
         if not mart or (not year.get(d) and not since.get(d)):
             continue
         hide = [d in PEOPLE_DRIVERS and is_small(v, thr) for v in (year[d], since[d])]
@@ -496,45 +577,97 @@ def inputs_rows(
                 mask_label(thr) if hide[1] else _value(since[d], unit),
                 f"this company's data: {mart}, {what}",
                 [what, unit, None if hide[0] else year[d], None if hide[1] else since[d],
-                 f"this company's data: {mart}", ""],
+                 f"this company's data: {mart}", "", "measured"],
+                "measured",
             )
         )  # fmt: skip
-    for m in EFFECT_METRICS:
+    return rows
+
+
+def _effect_rows(f: RoiFacts, effects: dict[str, Effect]) -> list[InputRow]:
+    _, names = _active(f)
+    rows: list[InputRow] = []
+    for m in (*EFFECT_METRICS, *OPERATIONS_EFFECTS):
         e = effects.get(m)
-        if e is None:
+        if e is None or (m in OPERATIONS_EFFECTS and m not in names):
             continue
+        mart = "certification_effect" if m in EFFECT_METRICS else "operations_effect"
+        unit = "difference per 10 points" if OPERATIONS_EFFECTS.get(m) == 0.0 else "ratio"
         value = estimate_text(e) if e.estimable else Markup("–")
         rows.append(
             InputRow(
-                f"Effect of certification: {e.label.lower()} (ratio)",
+                f"Effect of certification: {lower_first(effect_label(m))} ({unit})",
                 value,
                 "",
                 sentence(
-                    "this company's data: certification_effect, {w}; status {s}",
+                    "this company's data: {mart}, {w}; status {s}",
+                    mart=mart,
                     w=e.window or "its months",
                     s=status_tag(m, e.status),
                 ),
-                [f"effect: {m}", "ratio", e.estimate, None, "data: certification_effect", ""],
+                [f"effect: {m}", unit, e.estimate, None, f"data: {mart}", "",
+                 "measured" if e.estimable else "not estimable"],
+                "measured" if e.estimable else "not estimable",
             )
-        )
-    used = {p for li in LINE_ITEMS for p in li.params} - set(EFFECT_METRICS)
+        )  # fmt: skip
+    return rows
+
+
+def _assumption_row(a: Assumption, name: str) -> InputRow:
+    kind = SOURCE_TYPES.get(a.source_type, a.source_type)
+    return InputRow(
+        ASSUMPTION_LABELS.get(name, nice(name)),
+        assumption_value(a),
+        "",
+        sentence("{src}; {where}", src=short_source(a), where=a.location or "assumptions file"),
+        [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", a.location,
+         "assumed"],
+        "assumed",
+    )  # fmt: skip
+
+
+def _gpu_hour_row(a: Assumption) -> InputRow:
+    """The price of a GPU-hour of capacity, derived from the fleet's cost per GPU-year."""
+    per = [v / HOURS_PER_YEAR for v in (a.base, a.low, a.high)]
+    return InputRow(
+        "Cost of a GPU-hour of capacity",
+        f"${per[0]:,.2f} per GPU-hour (range ${per[1]:,.2f}–${per[2]:,.2f})",
+        "",
+        sentence(
+            "fleet cost per GPU-year ÷ {h} hours; {src}; {where}",
+            h=f"{HOURS_PER_YEAR:,.0f}",
+            src=short_source(a),
+            where=a.location or "assumptions file",
+        ),
+        ["gpu_hour_cost_usd", "USD/GPU-hour", per[0], None,
+         "fleet_cost_usd_per_gpu_year / 8,760 hours", a.location, "assumed"],
+        "assumed",
+    )  # fmt: skip
+
+
+def inputs_rows(
+    f: RoiFacts, effects: dict[str, Effect], thr: int, year: dict, since: dict
+) -> list[InputRow]:
+    """Every value the ROI uses, with its source and evidence: this company's data (mart and
+    window: measured), the effect estimates (mart, months, status), and each assumption with its
+    kind of source and the line of the assumptions file a user changes (assumed)."""
+    rows = _driver_rows(f, thr, year, since) + _effect_rows(f, effects)
+    _, active = _active(f)
+    measured_ops = any(
+        f.assumptions.get(f"{m}_used") and f.assumptions[f"{m}_used"].base
+        for m in OPERATIONS_EFFECTS
+    )
+    seen: set[str] = set()
     for name in [p for li in LINE_ITEMS for p in li.params]:
         a = f.assumptions.get(name)
-        if a is None or name not in used or "warehouse" not in a.used_by:
+        if a is None or name in seen or name not in active or "warehouse" not in a.used_by:
             continue
-        used.discard(name)
-        kind = SOURCE_TYPES.get(a.source_type, a.source_type)
-        rows.append(
-            InputRow(
-                ASSUMPTION_LABELS.get(name, nice(name)),
-                assumption_value(a),
-                "",
-                sentence(
-                    "{src}; {where}", src=short_source(a), where=a.location or "assumptions file"
-                ),
-                [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", a.location],
-            )
-        )
+        if name in ALL_EFFECTS:
+            continue
+        seen.add(name)
+        rows.append(_assumption_row(a, name))
+        if name == "fleet_cost_usd_per_gpu_year" and measured_ops:
+            rows.append(_gpu_hour_row(a))
     return rows
 
 
@@ -546,8 +679,8 @@ def _inputs_table(f: RoiFacts) -> Table:
 
     return table(
         "Inputs of the ROI and where each comes from",
-        ["Input", f"Value: last 12 months ({f.year_label})", "Source"],
-        [[r.name, value(r), r.source] for r in f.inputs],
+        ["Input", f"Value: last 12 months ({f.year_label})", "Evidence: source"],
+        [[r.name, value(r), sentence("{e}: {s}", e=r.evidence, s=r.source)] for r in f.inputs],
         key="roi-inputs",
         scope="inputs",
         note="Assumed values show their range (low–high) in brackets; the sensitivity charts "
@@ -555,7 +688,7 @@ def _inputs_table(f: RoiFacts) -> Table:
         "hidden.",
         data=Data(
             ["Input", "Unit", "Last 12 months (value)", "Since the start (value)", "Source",
-             "Where to change it"],
+             "Where to change it", "Evidence (measured / assumed)"],
             [r.csv for r in f.inputs],
         ),
     )  # fmt: skip
@@ -570,8 +703,8 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
     if stat:
         rows = [
             (
-                EFFECT_TEXT[s.name][0] + " (95 % interval)"
-                if s.name in EFFECT_TEXT
+                effect_label(s.name) + " (95 % interval)"
+                if s.name in ALL_EFFECTS
                 else "all measured effects together",
                 s.roi_at_low,
                 s.roi_at_high,
@@ -583,7 +716,7 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
             sentence(
                 "{label} ({status}): at the ends of its 95 % interval the net return is {lo} "
                 "({vlo}) and {hi} ({vhi}).",
-                label=EFFECT_TEXT[s.name][0],
+                label=effect_label(s.name),
                 status=status_tag(s.name, "shown"),
                 lo=roi_pct(s.roi_at_low),
                 vlo=VERDICT_SHORT[s.verdict_at_low],
@@ -591,7 +724,7 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
                 vhi=VERDICT_SHORT[s.verdict_at_high],
             )
             for s in stat
-            if s.name in EFFECT_TEXT
+            if s.name in ALL_EFFECTS
         )
         out.append(
             charts.Chart(
@@ -610,19 +743,27 @@ def _swing_charts(f: RoiFacts) -> list[charts.Chart]:
                 caption,
             )
         )
+    return out + _assumption_chart(f, year)
+
+
+def _assumption_chart(f: RoiFacts, year: Headline) -> list[charts.Chart]:
+    """The tornado of the assumptions, with the verdict at the ends of those that flip it."""
+    out = []
     assume = [s for s in f.swings if s.kind == "assumption"][:8]
     if assume:
         rows = [(ASSUMPTION_LABELS.get(s.name, nice(s.name)), s.roi_at_low, s.roi_at_high)
                 for s in assume]  # fmt: skip
-        flips = [s for s in assume if {s.verdict_at_low, s.verdict_at_high} != {year.verdict}]
+        base = VERDICT_SHORT[year.verdict]
+        flips = [s for s in assume
+                 if {VERDICT_SHORT[s.verdict_at_low], VERDICT_SHORT[s.verdict_at_high]} != {base}]  # fmt: skip
         caption = Markup(" ").join(
             sentence(
                 "{name} at {lo}: net return {rlo} ({vlo}); at {hi}: {rhi} ({vhi}).",
                 name=ASSUMPTION_LABELS.get(s.name, nice(s.name)),
-                lo=_unit_value(f.assumptions[s.name], s.low_value),
+                lo=unit_value(f.assumptions[s.name], s.low_value),
                 rlo=roi_pct(s.roi_at_low),
                 vlo=VERDICT_SHORT[s.verdict_at_low],
-                hi=_unit_value(f.assumptions[s.name], s.high_value),
+                hi=unit_value(f.assumptions[s.name], s.high_value),
                 rhi=roi_pct(s.roi_at_high),
                 vhi=VERDICT_SHORT[s.verdict_at_high],
             )
@@ -665,6 +806,10 @@ def roi_section(
             return unavailable(sid, title, f"Not available: {priced}."), facts
         return section, facts
     facts.year, facts.since, facts.swings, facts.assumptions = priced
+    windows = [(e.window_start, e.window_end) for e in effects.values() if e.window_start]
+    if windows:
+        facts.outcomes_start = min(w[0] for w in windows)
+        facts.outcomes_end = max((w[1] for w in windows if w[1]), default=None)
     bp = _by_period(marts)
     assert bp is not None
     y0 = facts.year.start or q.start
@@ -688,6 +833,25 @@ def roi_section(
     section.charts += _swing_charts(facts)
     section.order = ["roi-evidence", "roi-investment", "roi-uncertainty", "roi-assumptions"]
     return section, facts
+
+
+# One cost per certification, defined here and used wherever the report prices certifications
+# (the composition's gaps, the recommended actions). The programme section's "cost per
+# certification" of each programme is a different figure (that programme's own fees and time
+# over the certifications earned through it), and is labelled as such there.
+PER_CERTIFICATION_LABEL = "ROI investment per certification earned"
+PER_CERTIFICATION_DEFINITION = (
+    "the last 12 months' ROI investment (fees of every programme, exam materials, labs, "
+    "engineers' and seniors' time) ÷ the certifications earned in them; not a programme's own "
+    "cost per certification, which counts only that programme's fees and time"
+)
+
+
+def investment_per_certification(r: RoiFacts | None, passes: float | None) -> float | None:
+    """The report's one cost per certification (`PER_CERTIFICATION_DEFINITION`)."""
+    if r is None or r.year is None or not passes:
+        return None
+    return r.year.investment / passes
 
 
 def payback_text(h: Headline) -> str:

@@ -22,8 +22,19 @@ from pipelines.lib.report.benchmarks import Benchmark
 from pipelines.lib.report.fmt import fig, money, num, pct, pts, roi_pct, sentence, signed, usd
 from pipelines.lib.report.sections.effects import EFFECT_TEXT, Effect, effect_plain, effect_status
 from pipelines.lib.report.sections.facts import Facts
-from pipelines.lib.report.sections.roi import VERDICT, RoiFacts, payback_text
-from pipelines.lib.roi.assumptions import Target
+from pipelines.lib.report.sections.roi import (
+    ASSUMPTION_LABELS,
+    VERDICT,
+    VERDICT_SHORT,
+    RoiFacts,
+    effect_label,
+    lower_first,
+    payback_text,
+    unit_value,
+)
+from pipelines.lib.roi.assumptions import Target, base_params
+from pipelines.lib.roi.evidence import Component, line_prices
+from pipelines.lib.roi.model import HOURS_PER_YEAR
 
 # --- the verdict ------------------------------------------------------------------------------
 
@@ -60,8 +71,8 @@ def verdict(r: RoiFacts) -> Markup:
             else "",
         )
     text = sentence(
-        "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned, measured "
-        "here, on {inv} invested, a net return of {roi}{rng}; it {payback}.",
+        "Is training paying off? {verdict}. Last 12 months ({w}): {ret} returned on {inv} "
+        "invested, a net return of {roi}{rng}; it {payback}. Counted: {made}.",
         verdict=VERDICT[r.verdict],
         w=r.year_label,
         ret=fig("roi-counted", usd(h.counted)),
@@ -69,23 +80,111 @@ def verdict(r: RoiFacts) -> Markup:
         roi=fig("roi-net", roi_pct(h.net_roi)),
         rng=rng,
         payback=payback_text(h),
+        made=Markup("; ").join(multiplied(c, r) for c in h.of("measured")),
     )
-    left_out = [(h.total("not_shown"), "on effects not distinguishable from none"),
-                (h.total("assumed"), "on assumptions")]  # fmt: skip
-    left_out = [(v, w) for v, w in left_out if v]
+    text += flips(r)
+    left_out = [sentence("{v} on effects not distinguishable from none", v=usd(v))
+                for v in [h.total("not_shown")] if v]  # fmt: skip
+    if (assumed := assumed_lines(r)) != "":
+        left_out.append(assumed)
     if left_out:
-        text += sentence(
-            " The headline counts only returns resting on effects measured in this company's "
-            "data: {rest} do not count.",
-            rest=Markup(" and ").join(
-                sentence("{v} resting {w}", v=usd(v), w=w) for v, w in left_out
-            ),
-        )
-    else:
-        text += sentence(
-            " The headline counts only returns resting on effects measured in this company's data."
-        )
+        text += sentence(" Not counted: {rest}.", rest=Markup("; ").join(left_out))
     return text
+
+
+# what each price is per, as page 1 names it
+PRICE_UNITS = {
+    "replacement_cost_usd_per_exit": "per voluntary exit",
+    "downtime_cost_usd_per_gpu_hour": "per GPU-hour of downtime",
+    "contractor_rate_usd_per_hour": "per contractor hour",
+    "employee_rate_usd_per_hour": "per employee hour",
+    "faster_deployment_usd_per_gpu": "per GPU deployed",
+}
+
+
+def price_text(name: str, r: RoiFacts) -> str:
+    """`$150,000 per voluntary exit`; the fleet's cost per GPU-year prices GPU-hours."""
+    a = r.assumptions.get(name)
+    if a is None:
+        return name
+    if name == "fleet_cost_usd_per_gpu_year":
+        return f"${a.base / HOURS_PER_YEAR:,.2f} per GPU-hour of capacity"
+    return f"{usd(a.base)} {PRICE_UNITS.get(name, 'per unit')}"
+
+
+def multiplied(c: Component, r: RoiFacts) -> Markup:
+    """`attrition cost avoided, $2,230,327 (measured effect × assumed price of $150,000 per
+    voluntary exit)`."""
+    names = line_prices(c.item, base_params(r.assumptions))
+    return sentence(
+        "{label}, {v} (measured effect × {ev} price of {p})",
+        v=usd(c.amount or 0.0),
+        label=lower_first(c.label),
+        ev=c.price_evidence,
+        p=" and ".join(price_text(n, r) for n in names),
+    )
+
+
+def flips(r: RoiFacts) -> Markup:
+    """The verdict at both ends of every assumed value whose range changes it, in one sentence."""
+    h = r.year
+    assert h is not None
+    # a flip is from paying off to not (or back), as the verdicts at the ends are worded
+    base = VERDICT_SHORT[h.verdict]
+    turn = [
+        s
+        for s in r.swings
+        if s.kind == "assumption"
+        and {VERDICT_SHORT[s.verdict_at_low], VERDICT_SHORT[s.verdict_at_high]} != {base}
+    ]
+    if not turn:
+        return sentence(" No assumed value changes the verdict across its range.")
+    return sentence(
+        " The verdict changes within the range of {n}: {ends}.",
+        n="an assumed value" if len(turn) == 1 else f"{len(turn)} assumed values",
+        ends=Markup("; ").join(
+            sentence(
+                "{name} at {lo} {rlo} ({vlo}), at {hi} {rhi} ({vhi})",
+                name=lower_first(ASSUMPTION_LABELS.get(s.name, s.name)),
+                lo=unit_value(r.assumptions[s.name], s.low_value),
+                rlo=roi_pct(s.roi_at_low),
+                vlo=VERDICT_SHORT[s.verdict_at_low],
+                hi=unit_value(r.assumptions[s.name], s.high_value),
+                rhi=roi_pct(s.roi_at_high),
+                vhi=VERDICT_SHORT[s.verdict_at_high],
+            )
+            for s in turn
+        ),
+    )
+
+
+# the export that would measure a return resting on assumptions (sources/README.md)
+MEASURE_WITH = {
+    "efficiency": "the gpu_usage export would measure it",
+    "faster_deployment": "the capacity_changes export would measure it",
+    "contractor_cost_avoided": "no export here shows that training replaced the hours",
+}
+
+
+def assumed_lines(r: RoiFacts) -> Markup:
+    """Money resting on assumptions, as text (never a bar): how much, and how to measure it.
+    The reasons in full are in the ROI section's table."""
+    h = r.year
+    if h is None or not [c for c in h.of("assumed") if c.amount]:
+        return Markup("")
+    return sentence(
+        "resting on assumptions, never drawn, {lines}",
+        lines=Markup(", ").join(
+            sentence(
+                "{label} {v} ({how})",
+                label=lower_first(c.label),
+                v=money(c.amount or 0.0),
+                how=MEASURE_WITH.get(c.item, c.why),
+            )
+            for c in h.of("assumed")
+            if c.amount
+        ),
+    )
 
 
 def return_chart(r: RoiFacts) -> charts.Chart | None:
@@ -93,11 +192,11 @@ def return_chart(r: RoiFacts) -> charts.Chart | None:
     h = r.year
     if h is None:
         return None
+    # money resting on assumptions is never a bar: it is the caption's text
     rows = {
         "invested": "Invested",
         "measured": "Measured here: counted",
         "not_shown": "Not distinguishable from none",
-        "assumed": "Assumed: not counted",
     }
     segments = [charts.Segment(rows["invested"], "_investment", h.investment, "invested")]
     totals = {"invested": h.investment}
@@ -116,9 +215,10 @@ def return_chart(r: RoiFacts) -> charts.Chart | None:
         segments,
         title=f"Return of the last 12 months by strength of evidence ({r.year_label})",
         alt=f"Stacked bar chart: investment of the last 12 months, {money(h.investment)}, "
-        f"against the return measured here, {money(h.counted)}, and the returns not counted: "
-        f"{money(h.total('not_shown'))} resting on effects not distinguishable from none and "
-        f"{money(h.total('assumed'))} resting on assumptions; each split by component.",
+        f"against the return measured here, {money(h.counted)}, and the return not counted "
+        f"that rests on effects not distinguishable from none, "
+        f"{money(h.total('not_shown'))}; each split by component. Returns resting on "
+        "assumptions are named in the sentence above, not drawn.",
         row_totals=labels,
         cap=cap,
     )
@@ -136,6 +236,16 @@ def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
     counted = [c for c in parts if c.evidence == "measured"]
     if e.status != "shown" or not counted:
         return "not counted"
+    # a line resting on several effects (less downtime: fewer incidents and faster restore) is
+    # one amount: printed on the row of its first effect, named on the others
+    first = [c for c in counted if c.rests_on[0] == e.metric]
+    if not first:
+        return sentence(
+            "counted once, with {other}: {what}",
+            other=lower_first(effect_label(counted[0].rests_on[0])),
+            what=", ".join(c.label.lower() for c in counted),
+        )
+    counted = first
     text = sentence(
         "counted: {v} ({what})",
         v=usd(sum(c.amount or 0.0 for c in counted)),
