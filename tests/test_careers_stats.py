@@ -497,7 +497,7 @@ def test_a_curve_that_does_not_reach_one_half_has_no_median():
     assert got["certified_within_6m_share"] == pytest.approx(1 / 8)
 
 
-def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
+def test_dagster_asset_writes_the_six_marts_with_descriptions(tmp_path):
     import dagster as dg
     import duckdb
 
@@ -533,8 +533,9 @@ def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
         described = con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' and comment <> ''"
         ).fetchone()[0]
-    assert uncommented == [] and described == 5
+    assert uncommented == [] and described == 6
     assert list(tables["promotion_effect"]["metric"]) == ["promotion_hazard_ratio"]
+    assert set(tables["programme_next_level"]["programme_type"]) <= set(ep["programme_type"])
     assert set(tables["programme_comparison"]["metric"]) == set(careers.COMPARISON_METRICS)
     mats = result.asset_materializations_for_node("programme_career_statistics")
     meta = {m.asset_key.to_user_string(): m.metadata for m in mats}
