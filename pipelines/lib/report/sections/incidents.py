@@ -227,21 +227,18 @@ def power_table(effects: dict[str, Effect], thr: int) -> Table | None:
             DASH if e.claimed_ratio is None else fig(f"claimed-{e.metric}", ratio(e.claimed_ratio)),
             DASH if more is None else (
                 fig(f"more-engineer-months-{e.metric}", f"{more:,.0f}") if more else "none"),
+            DASH if not e.engineer_months
+            else fig("effect-engineer-months", f"{e.engineer_months:,.0f}"),
         ])  # fmt: skip
     if not rows:
         return None
-    held = next((e.engineer_months for e in effects.values() if e.engineer_months), None)
     return table(
         "What these data could detect (80 % power, 5 % two-sided)",
         ["Outcome", "Smallest detectable ratio", "Ratio the business case assumes",
-         "Engineer-months more to detect it"],
+         "Engineer-months more to detect it", "Engineer-months held"],
         rows, key="effects-power",
-        note=sentence(
-            "Smallest ratio found 4 times in 5 (Bloom 1995); the assumed ratio is the "
-            "project's assumptions file's; engineer-months beyond the {h} held, at the "
-            "present mix.",
-            h=fig("effect-engineer-months", f"{held or 0:,.0f}"),
-        ),
+        note="Smallest ratio found 4 times in 5 (Bloom 1995); the assumed ratio is the "
+        "project's assumptions file's; engineer-months more at the present mix.",
     )  # fmt: skip
 
 
