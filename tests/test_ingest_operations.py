@@ -153,6 +153,98 @@ def test_jira_epics_give_capacity_changes(settings):
     assert "gpus_added" in reason
 
 
+# --- delivered in the usual broken ways --------------------------------------------------------
+
+
+def _manifest_by_file(settings: Settings) -> dict[str, tuple]:
+    return {
+        r[0]: r[1:]
+        for r in query(
+            settings,
+            "SELECT file_name, status, rows_loaded, rows_quarantined, message FROM manifest",
+        )
+    }
+
+
+def test_the_same_sacct_file_delivered_twice_loads_once(settings):
+    drop(settings, "sacct_2024-03.csv", "fleet")
+    ingest_export(settings, "gpu_usage")
+    # the scheduler's cron job copied the same accounting again under the next month's name
+    drop(settings, "sacct_2024-03.csv", "fleet", "sacct_2024-04.csv")
+    result = ingest_export(settings, "gpu_usage")
+    assert (result.files_loaded, result.rows_loaded) == (0, 0)
+    m = _manifest_by_file(settings)
+    assert m["sacct_2024-04.csv"][0] == "duplicate"
+    assert "same content as sacct_2024-03.csv" in m["sacct_2024-04.csv"][3]
+    assert query(settings, "SELECT count(*) FROM gpu_usage") == [(6,)]
+
+
+def test_a_corrected_sacct_redelivery_replaces_the_first(settings):
+    drop(settings, "sacct_2024-03.csv", "fleet")
+    ingest_export(settings, "gpu_usage")
+    # the corrected download: job 4106's Elapsed written as sacct writes it
+    text = (OPS / "sacct_2024-03.csv").read_text(encoding="utf-8")
+    (settings.sources_dir / "fleet" / "sacct_2024-03.csv").write_text(
+        text.replace("|two hours|", "|02:00:00|"), encoding="utf-8"
+    )
+    result = ingest_export(settings, "gpu_usage")
+    assert (result.files_loaded, result.files_superseded) == (1, 1)
+    current = query(
+        settings,
+        "SELECT job_id, job_state, round(job_hours, 4) FROM gpu_usage u JOIN manifest m "
+        "ON m.file_id = u._file_id AND m.status = 'active' WHERE job_id = '4106'",
+    )
+    assert current == [("4106", "failed", 2.0)]
+    # the first delivery and its quarantined row stay in history, superseded
+    assert query(settings, "SELECT status, count(*) FROM manifest GROUP BY 1 ORDER BY 1") == [
+        ("active", 1),
+        ("superseded", 1),
+    ]
+
+
+def test_a_servicenow_export_with_a_byte_order_mark_loads_the_same_rows(settings):
+    (settings.sources_dir / "changes").mkdir(exist_ok=True)
+    data = (OPS / "change_request.csv").read_bytes()
+    (settings.sources_dir / "changes" / "change_request.csv").write_bytes(b"\xef\xbb\xbf" + data)
+    (settings.sources_dir / "sources.yml").write_text(SOURCES_YML, encoding="utf-8")
+    ingest_all(settings)
+    assert manifest(settings) == [("changes", "servicenow-change", "ServiceNow", 5, 4, 1)]
+    assert query(settings, "SELECT encoding FROM manifest") == [("utf-8-sig",)]
+    numbers = query(settings, "SELECT change_number FROM changes ORDER BY 1")
+    assert numbers[0] == ("CHG0030001",)  # the mark is not part of the first column's name
+
+
+def test_a_dcgm_table_saved_in_a_german_locale_loads_the_same_values(settings):
+    """Opened and saved again by a German spreadsheet: semicolons, decimal commas, Windows
+    code page; a row the exporter left without a value is quarantined with its line."""
+    lines = (OPS / "GPU utilisation-data-2024-03-06 10_15_02.csv").read_text().splitlines()
+    german = [
+        ";".join(
+            c if i == 0 or j < 2 else c.replace(".", ",") for j, c in enumerate(line.split(","))
+        )
+        for i, line in enumerate(lines)
+    ]
+    german.append('"2024-03-05 00:00:00";"dgx-ber-2";"k. A.";"0,41"')
+    (settings.sources_dir / "fleet").mkdir(exist_ok=True)
+    path = settings.sources_dir / "fleet" / "GPU utilisation-data-2024-03-06 10_15_02.csv"
+    path.write_bytes(("\r\n".join(german) + "\r\n").encode("cp1252"))
+    (settings.sources_dir / "sources.yml").write_text(SOURCES_YML, encoding="utf-8")
+    ingest_export(settings, "gpu_usage")
+    rows = query(
+        settings,
+        "SELECT cluster, usage_date, gpu_utilisation, sm_active FROM gpu_usage "
+        "WHERE record_type = 'telemetry' ORDER BY cluster, usage_date",
+    )
+    assert rows == [
+        ("dgx-ber-2", date(2024, 3, 4), 55.0, 0.40),
+        ("dgx-muc-1", date(2024, 3, 4), 71.5, 0.52),
+        ("dgx-muc-1", date(2024, 3, 5), 64.25, 0.47),
+    ]
+    assert query(settings, "SELECT locale, delimiter FROM manifest") == [("de", ";")]
+    ((line, reason),) = query(settings, "SELECT line_number, reason FROM quarantine")
+    assert line == 5 and "k. A." in reason
+
+
 @pytest.mark.parametrize(
     ("text", "hours"),
     [("1-02:03:04", 26 + 3 / 60 + 4 / 3600), ("00:45:10", 0.75 + 10 / 3600), ("05:30", 5.5 / 60)],

@@ -467,11 +467,12 @@ def test_report_files_land_in_the_quarter_folder(rendered):
     assert Path(rendered["html"]).name == "talent-report.html"
     assert Path(rendered["html"]).parent.name == QUARTER
     assert Path(rendered["pdf"]).read_bytes()[:5] == b"%PDF-"
-    # the fixture holds none of the programme and career marts: those two sections say they are
-    # not available and the rest of the report is unaffected (tests/test_report_programmes.py
-    # renders them from their marts)
+    # the fixture holds none of the programme, career and operations marts: those sections say
+    # they are not available and the rest of the report is unaffected
+    # (tests/test_report_programmes.py and tests/test_report_operations.py render them from
+    # their marts)
     missing = {k for k, v in rendered["sections"].items() if not v}
-    assert missing == {"programmes", "careers"}, rendered["sections"]
+    assert missing == {"programmes", "careers", "operations"}, rendered["sections"]
     # the HTML on disk is the one the content tests read, plus the PDF beside it
     assert "(48.0 %) met every certification their role requires" in _plain(rendered["text"])
 

@@ -378,6 +378,8 @@ def test_every_label_has_one_value_and_every_effect_one_status(company_html):
         "first_pass_odds_ratio",
         "voluntary_exit_hazard_ratio",
     )
+    operations = {"change_failure_ratio", "busy_share_per_10_points", "lost_share_per_10_points",
+                  "commissioning_time_ratio"}  # fmt: skip
     others = effects - {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
     # and the operations effects the ROI prices efficiency and faster deployment from
     operations = {"commissioning_time_ratio", "lost_share_per_10_points"}

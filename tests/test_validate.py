@@ -296,3 +296,69 @@ def test_programme_summary_counts_coverage_bias_findings_and_the_naive_figure():
     assert s.naive_bias_log == pytest.approx(np.mean(np.log([0.8 / 0.5, 0.45 / 0.5, 0.7 / 0.5])))
     table = format_programme_table("programmes", 800, 4, [s])
     assert "| time_to_certify_ratio | bootcamp | 0.50 | 3/4 | 1/3 = 33 % " in table
+
+
+# --- the operations effects --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_operations_harness_frames_give_the_warehouses_estimates(shared_company):
+    """The harness's frames (the generator's log, no files, no dbt) for the company the
+    end-to-end tests run through `talent run`: the same change failure and commissioning time
+    ratios as marts.operations_effect, and the share slopes within the rounding of the sacct
+    files' job times to the second."""
+    import duckdb
+
+    from pipelines.lib.effects.operations import operations_effects
+    from tools.generate.operations import OperationsModel
+    from tools.validate.operations import operations_frames
+
+    c = shared_company
+    ours = operations_effects(*operations_frames(c.employees, c.years, c.seed, OperationsModel()))
+    with duckdb.connect(str(c.warehouse / "talent.duckdb"), read_only=True) as con:
+        theirs = con.execute(
+            "select metric, estimate, ci_low, ci_high from marts.operations_effect"
+        ).df()
+    ours, theirs = ours.set_index("metric"), theirs.set_index("metric")
+    for metric in ("change_failure_ratio", "commissioning_time_ratio"):
+        if pd.isna(theirs.loc[metric, "estimate"]):
+            assert pd.isna(ours.loc[metric, "estimate"])
+            continue
+        for col in ("estimate", "ci_low", "ci_high"):
+            assert ours.loc[metric, col] == pytest.approx(theirs.loc[metric, col], rel=1e-9)
+    for metric in ("busy_share_per_10_points", "lost_share_per_10_points"):
+        assert ours.loc[metric, "estimate"] == pytest.approx(
+            theirs.loc[metric, "estimate"], abs=1e-4
+        )
+
+
+def test_operations_null_world_plants_no_effect_and_unknown_worlds_are_refused():
+    from tools.validate.operations import operations_model
+
+    null = operations_model("operations_null")
+    assert (null.change_failure_ratio, null.commissioning_time_ratio) == (1.0, 1.0)
+    assert (null.busy_share_per_10_points, null.lost_share_per_10_points) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="unknown world"):
+        operations_model("operations_maybe")
+
+
+def test_operations_harness_reports_coverage_per_metric():
+    from tools.validate.operations import summarise_operations
+
+    results = pd.DataFrame(
+        {
+            "metric": ["change_failure_ratio"] * 3 + ["busy_share_per_10_points"] * 2,
+            "estimable": [True, True, False, True, True],
+            "estimate": [0.5, 0.9, None, 0.021, 0.05],
+            "ci_low": [0.4, 0.7, None, 0.018, 0.04],
+            "ci_high": [0.7, 1.2, None, 0.025, 0.06],
+            "finding": [True, False, False, True, True],
+            "truth": [0.6, 0.6, 0.6, 0.02, 0.02],
+        }
+    )
+    by = {s.metric: s for s in summarise_operations(results)}
+    cfr, busy = by["change_failure_ratio"], by["busy_share_per_10_points"]
+    assert (cfr.worlds, cfr.estimable, cfr.covered, cfr.findings) == (3, 2, 1, 1)
+    assert cfr.bias == pytest.approx((np.log(0.5 / 0.6) + np.log(0.9 / 0.6)) / 2)
+    assert (busy.covered, busy.bias) == (1, pytest.approx((0.001 + 0.03) / 2))
+    assert busy.median_width == pytest.approx(0.0135)

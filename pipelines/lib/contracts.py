@@ -433,6 +433,9 @@ EXPORTS: dict[str, Export] = {
             ),
             key=("record_type", "cluster", "usage_date", "job_id"),
             period_columns=("usage_date",),
+            # a Grafana download opened and saved again by a German spreadsheet
+            locales=("en", "de"),
+            encodings=("utf-8", "utf-8-sig", "cp1252"),
             columns=(
                 C(
                     "record_type",

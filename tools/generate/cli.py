@@ -48,43 +48,53 @@ SEEDS_DIR_OPTION = typer.Option(
 )
 
 
+OUT_OPTION = typer.Option(
+    ...,
+    "--out",
+    help="Folder to write hris/, lms/, incidents/, fleet/ and ground_truth.json into.",
+)
+EMPLOYEES_OPTION = typer.Option(3000, "--employees", min=50, help="Company headcount at the start.")
+YEARS_OPTION = typer.Option(4, "--years", min=1, help="Years of history to simulate.")
+END_DATE_OPTION = typer.Option(
+    ..., "--end-date", help="Last day covered by the exports (YYYY-MM-DD)."
+)
+SEED_OPTION = typer.Option(
+    42, "--seed", help="Random seed; the same seed gives byte-identical files."
+)
+DAILY_FROM_OPTION = typer.Option(
+    None,
+    "--daily-from",
+    help="Records dated on or after this day go to daily files <export>_YYYY-MM-DD.csv.",
+)
+QUIET_OPTION = typer.Option(False, "--quiet", help="No progress lines on stderr.")
+CLEAN_OPTION = typer.Option(
+    False,
+    "--clean",
+    help="No realistic dirt (duplicates, corrected re-delivery, blanks, mixed-case e-mails, CRLF, BOMs).",
+)
+GARBAGE_ROWS_OPTION = typer.Option(
+    False,
+    "--garbage-rows",
+    help="Add two unreadable lines to one incidents file for the quarantine.",
+)
+OVERWRITE_OPTION = typer.Option(
+    False,
+    "--overwrite",
+    help="Replace exports already in --out (otherwise refuse to mix two companies).",
+)
+
+
 def command(
-    out: Path = typer.Option(
-        ...,
-        "--out",
-        help="Folder to write hris/, lms/, incidents/, fleet/ and ground_truth.json into.",
-    ),
-    employees: int = typer.Option(
-        3000, "--employees", min=50, help="Company headcount at the start."
-    ),
-    years: int = typer.Option(4, "--years", min=1, help="Years of history to simulate."),
-    end_date: str = typer.Option(
-        ..., "--end-date", help="Last day covered by the exports (YYYY-MM-DD)."
-    ),
-    seed: int = typer.Option(
-        42, "--seed", help="Random seed; the same seed gives byte-identical files."
-    ),
-    daily_from: str | None = typer.Option(
-        None,
-        "--daily-from",
-        help="Records dated on or after this day go to daily files <export>_YYYY-MM-DD.csv.",
-    ),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress lines on stderr."),
-    clean: bool = typer.Option(
-        False,
-        "--clean",
-        help="No realistic dirt (duplicates, corrected re-delivery, blanks, mixed-case e-mails, CRLF, BOMs).",
-    ),
-    garbage_rows: bool = typer.Option(
-        False,
-        "--garbage-rows",
-        help="Add two unreadable lines to one incidents file for the quarantine.",
-    ),
-    overwrite: bool = typer.Option(
-        False,
-        "--overwrite",
-        help="Replace exports already in --out (otherwise refuse to mix two companies).",
-    ),
+    out: Path = OUT_OPTION,
+    employees: int = EMPLOYEES_OPTION,
+    years: int = YEARS_OPTION,
+    end_date: str = END_DATE_OPTION,
+    seed: int = SEED_OPTION,
+    daily_from: str | None = DAILY_FROM_OPTION,
+    quiet: bool = QUIET_OPTION,
+    clean: bool = CLEAN_OPTION,
+    garbage_rows: bool = GARBAGE_ROWS_OPTION,
+    overwrite: bool = OVERWRITE_OPTION,
     incident_rate_ratio: float = IRR_OPTION,
     mttr_ratio: float = MTTR_OPTION,
     attrition_hazard_ratio: float = HR_OPTION,

@@ -146,17 +146,28 @@ def _jira_time(t: datetime) -> str:
 
 
 class VendorFiles:
-    """Collects rows per vendor file and writes each once, as its tool writes it."""
+    """Collects rows per vendor file and writes each once, as its tool writes it.
 
-    def __init__(self, out: Path) -> None:
+    ``log`` (the validity harness, ``tools/validate/operations.py``): a dict of lists that also
+    receives what the warehouse would aggregate from these files (cluster-months, completed
+    changes, projects in production), drawing no random numbers, so the files stay the same."""
+
+    def __init__(self, out: Path | None, log: dict[str, list] | None = None) -> None:
         self.out = out
         self.rows: dict[str, list[list[str]]] = {}
         self.files: list[str] = []
+        self.log = log
+
+    def record(self, kind: str, row: tuple) -> None:
+        if self.log is not None:
+            self.log.setdefault(kind, []).append(row)
 
     def add(self, path: str, row: list[str]) -> None:
         self.rows.setdefault(path, []).append(row)
 
     def write(self) -> None:
+        if self.out is None:  # the harness keeps the log only
+            return
         for path in sorted(self.rows):
             name = path.rsplit("/", 1)[1]
             buf = io.StringIO()
@@ -224,8 +235,10 @@ def _usage_month(sim, model, rng, files, effects, t: int, counter: dict) -> None
         lost = model.lost_share_base + cl + ml + model.lost_share_per_10_points * 10 * share
         lost = min(0.5, max(0.002, lost + float(rng.normal(0, model.noise_sd))))
         allocated = max(model.allocated_share, busy + lost)
+        lost_hours, utils = 0.0, []
         for lost_job, target in ((False, (allocated - lost) * available), (True, lost * available)):
             for g, h, begin, state in _jobs(rng, gpus, start, days, target, lost_job):
+                lost_hours += g * h if lost_job else 0.0
                 counter["jobs"] = counter.get("jobs", 0) + 1
                 nodes = math.ceil(g / 8)
                 files.add(
@@ -245,11 +258,19 @@ def _usage_month(sim, model, rng, files, effects, t: int, counter: dict) -> None
         for d in range(days):
             day = start + timedelta(days=d)
             util = min(100.0, max(0.0, busy * 100 + float(rng.normal(0, 2))))
+            utils.append(round(util, 2))
             ms = int(day.replace(tzinfo=UTC).timestamp() * 1000)
             files.add(
                 f"fleet/dcgm-data_{period}.csv",
                 [str(ms), cluster.name, f"{util:.2f}", f"{util / 100 * 0.78:.3f}"],
             )
+        members = sim.team_log.get((t, ci), (0.0, ()))[1]
+        # cluster, month, busy share (the month's mean DCGM utilisation), lost share, the team's
+        # certified share and engineers at month end
+        files.record(
+            "usage",
+            (ci, t, sum(utils) / len(utils) / 100, lost_hours / available, share, len(members)),
+        )
 
 
 def _changes_month(sim, model, rng, files, t: int, counter: dict) -> None:
@@ -283,6 +304,8 @@ def _changes_month(sim, model, rng, files, t: int, counter: dict) -> None:
                 else:
                     code = "Successful" if u < 0.92 else "Successful with issues"
                     state, ws, we = "Closed", _ts(work_start), _ts(work_end)
+                if code:  # completed: engineer, certified, failed, month of the actual end
+                    files.record("changes", (i, certified, failed, work_end.date().replace(day=1)))
                 counter["changes"] = counter.get("changes", 0) + 1
                 files.add(
                     f"changes/change_request_{period}.csv",
@@ -353,6 +376,11 @@ def _capacity(sim, model, rng, files) -> int:
             days=int(rng.integers(20, 60)), hours=-9
         )
         done = accepted <= sim.end
+        if done:  # cluster, GPUs added, days to production, the leads, the delivery day
+            files.record(
+                "projects",
+                (ci, added, (accepted - delivered).days, tuple(leads), delivered.toordinal()),
+            )
         n += 1
         names = [f"{p.first[i]} {p.last[i]}" for i in leads]
         cluster = sim.clusters[ci].name
@@ -381,10 +409,17 @@ def _capacity(sim, model, rng, files) -> int:
     return n
 
 
-def write_operations(out: Path, sim: Simulation, seed: int, model: OperationsModel) -> dict:
-    """Write the operations exports of a finished simulation; return their ground truth."""
+def write_operations(
+    out: Path | None,
+    sim: Simulation,
+    seed: int,
+    model: OperationsModel,
+    log: dict[str, list] | None = None,
+) -> dict:
+    """Write the operations exports of a finished simulation; return their ground truth.
+    ``out`` None with a ``log``: write nothing, log what the warehouse would aggregate."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=SPAWN_KEY))
-    files = VendorFiles(Path(out))
+    files = VendorFiles(None if out is None else Path(out), log)
     n_clusters, n_months = len(sim.clusters), len(sim.months)
     effects = {
         "cluster_busy": rng.normal(0, model.cluster_sd, n_clusters).tolist(),

@@ -158,27 +158,7 @@ class Simulation:
         self.counters = {"attempt": 0, "enrolment": 0, "incident": 0}
         self.engagement_rates: dict[str, float] = {}
         self.fleet0 = 1.0
-        # tests may set a list here to receive, per engineer and month, (index, month index,
-        # level, first day, last day employed, expected incidents without frailty, incidents)
-        self.engineer_month_log: list[tuple] | None = None
-        # the validity harness sets these lists to read the planted world without the exports:
-        # panel_log (index, month index, level, first day, last day employed, days in month,
-        # incidents, planted incident rate ratio of the certified days), incident_log (index, day, certified, severity, minutes), exit_log
-        # (index, day, separation type)
-        self.panel_log: list[tuple] | None = None
-        self.incident_log: list[tuple] | None = None
-        self.exit_log: list[tuple] | None = None
-        # a list here receives one dict per preparation episode (see _prepare): the planted
-        # programme, track, start day, level, tenure and role at entry, the planned first-attempt
-        # outcome and certification day, the planted exit multiplier, the enrolments and the
-        # exam attempts as they are sat
-        self.episode_log: list[dict] | None = None
-        self.shock_until: dict[int, int] = {}
-        # read by the operations pass after the run (tools/generate/operations.py), recorded
-        # without drawing random numbers: (month index, cluster index) -> GPUs at month end, and
-        # -> (certified share of the team at month end, the team's engineers then)
-        self.fleet_log: dict[tuple[int, int], int] = {}
-        self.team_log: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
+        self._open_logs()
         self.t = 0
         self._end_of_data = datetime.combine(end, datetime.max.time())
         cumulative = np.cumsum(list(model.severity_probabilities.values())).tolist()
@@ -200,6 +180,31 @@ class Simulation:
                 zip(ref.FIRST_NAMES[::3], ref.LAST_NAMES[::2], strict=False)
             )
         ]
+
+    def _open_logs(self) -> None:
+        """The lists and maps tests, the validity harness and the operations pass read the
+        planted world from (None: not recorded); none of them draws random numbers."""
+        # tests may set a list here to receive, per engineer and month, (index, month index,
+        # level, first day, last day employed, expected incidents without frailty, incidents)
+        self.engineer_month_log: list[tuple] | None = None
+        # the validity harness sets these lists to read the planted world without the exports:
+        # panel_log (index, month index, level, first day, last day employed, days in month,
+        # incidents, planted incident rate ratio of the certified days), incident_log (index, day, certified, severity, minutes), exit_log
+        # (index, day, separation type)
+        self.panel_log: list[tuple] | None = None
+        self.incident_log: list[tuple] | None = None
+        self.exit_log: list[tuple] | None = None
+        # a list here receives one dict per preparation episode (see _prepare): the planted
+        # programme, track, start day, level, tenure and role at entry, the planned first-attempt
+        # outcome and certification day, the planted exit multiplier, the enrolments and the
+        # exam attempts as they are sat
+        self.episode_log: list[dict] | None = None
+        self.shock_until: dict[int, int] = {}
+        # read by the operations pass after the run (tools/generate/operations.py), recorded
+        # without drawing random numbers: (month index, cluster index) -> GPUs at month end, and
+        # -> (certified share of the team at month end, the team's engineers then)
+        self.fleet_log: dict[tuple[int, int], int] = {}
+        self.team_log: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
 
     # ------------------------------------------------------------------ set-up
     def _new_name(self) -> tuple[str, str]:

@@ -21,14 +21,28 @@ def command(
         "heterogeneous (incident effect differs by level and grows after certifying); for the "
         "programme and career statistics: programmes (planted programme effects), "
         "programme_selection (the same, programme choice tilted by level) or programme_null "
-        "(no programme or promotion effect).",
+        "(no programme or promotion effect); for the operations effects: operations (planted) "
+        "or operations_null (no operations effect).",
     ),
     first_seed: int = typer.Option(
         1000, "--first-seed", help="Seeds first-seed .. first-seed + seeds - 1."
     ),
     csv: Path | None = typer.Option(None, "--csv", help="Also write every seed's rows here."),
+    link: str = typer.Option(
+        "name",
+        "--link",
+        help="Operations worlds: name (implementers and leads linked by unique full name, as "
+        "the generated files name them) or email (all linked, as an export naming them by "
+        "e-mail or employee id).",
+    ),
 ) -> None:
     from tools.validate import WORLDS, format_table, run_world, summarise
+    from tools.validate.operations import (
+        OPERATIONS_WORLDS,
+        format_operations_table,
+        run_operations_world,
+        summarise_operations,
+    )
     from tools.validate.programmes import (
         PROGRAMME_WORLDS,
         format_programme_table,
@@ -36,13 +50,18 @@ def command(
         summarise_programmes,
     )
 
-    if world not in WORLDS and world not in PROGRAMME_WORLDS:
-        known = ", ".join([*WORLDS, *PROGRAMME_WORLDS])
+    if world not in WORLDS and world not in PROGRAMME_WORLDS and world not in OPERATIONS_WORLDS:
+        known = ", ".join([*WORLDS, *PROGRAMME_WORLDS, *OPERATIONS_WORLDS])
         typer.echo(f"validate: unknown world {world!r}; choose one of {known}", err=True)
         raise typer.Exit(2)
     started = time.perf_counter()
     seed_list = list(range(first_seed, first_seed + seeds))
-    if world in PROGRAMME_WORLDS:
+    if world in OPERATIONS_WORLDS:
+        results = run_operations_world(world, seed_list, employees, years, link=link)
+        table = format_operations_table(
+            world, employees, years, summarise_operations(results), link
+        )
+    elif world in PROGRAMME_WORLDS:
         results = run_programme_world(world, seed_list, employees, years)
         table = format_programme_table(world, employees, years, summarise_programmes(results))
     else:

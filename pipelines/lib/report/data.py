@@ -47,7 +47,11 @@ REPORT_TABLES = (
     "time_in_level",
     "promotion_effect",
     "programme_next_level",
-    # the operations effects the ROI prices efficiency and faster deployment from (issue 53)
+    # operations: the marts of the Operations section, and the effects it shows and the ROI
+    # prices efficiency and faster deployment from
+    "cluster_utilisation",
+    "capacity_commissioning",
+    "change_outcomes",
     "operations_effect",
 )
 
@@ -73,6 +77,8 @@ GRAIN = {
     "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
     "level_progression": ("skill_level", "year"),
     "level_progression_12m": ("skill_level", "window_end"),
+    "cluster_utilisation": ("month", "cluster"),
+    "change_outcomes": ("month", "certification_status"),
 }
 
 

@@ -25,7 +25,16 @@ from datetime import date
 import pandas as pd
 from markupsafe import Markup
 
-from pipelines.lib.report.fmt import fig, interval, missing, nice, ratio, sentence, window_label
+from pipelines.lib.report.fmt import (
+    fig,
+    interval,
+    missing,
+    nice,
+    pts,
+    ratio,
+    sentence,
+    window_label,
+)
 
 # outcome label, what is measured, words for a ratio below / above 1
 EFFECT_TEXT = {
@@ -37,6 +46,41 @@ EFFECT_TEXT = {
         "lower",
         "higher",
     ),
+    # marts.operations_effect
+    "change_failure_ratio": ("Change failure rate", "changes that fail", "fewer", "more"),
+    "busy_share_per_10_points": (
+        "Busy GPU-hours",
+        "busy share of available GPU-hours",
+        "lower",
+        "higher",
+    ),
+    "lost_share_per_10_points": (
+        "Lost GPU-hours",
+        "lost share of available GPU-hours",
+        "lower",
+        "higher",
+    ),
+    "commissioning_time_ratio": (
+        "Commissioning time",
+        "days from delivery to production",
+        "fewer",
+        "more",
+    ),
+}
+# Effects read as a difference in a share per 10 points of the team's certified share: no
+# effect is 0 (the others are ratios: no effect is 1), printed in percentage points.
+DIFFERENCES = frozenset({"busy_share_per_10_points", "lost_share_per_10_points"})
+# the mart each effect is read from
+MART = {
+    **dict.fromkeys(
+        (
+            "change_failure_ratio",
+            "busy_share_per_10_points",
+            "lost_share_per_10_points",
+            "commissioning_time_ratio",
+        ),
+        "marts.operations_effect",
+    )
 }
 # Who a certified engineer is compared with (docs/statistics.md): incidents and time to restore
 # compare each engineer with their own months before certifying; an exit happens once, so
@@ -45,6 +89,15 @@ COMPARED_WITH = {
     "incident_rate_ratio": "than in the same engineers' months before certifying",
     "mttr_ratio": "than in the same engineers' months before certifying",
     "attrition_hazard_ratio": "than colleagues of the same tenure and level not certified",
+    # operations: the whole phrase (no "while certified" before it)
+    "change_failure_ratio": "while the implementer is certified than in the same engineers' "
+    "changes before certifying",
+    "busy_share_per_10_points": "per 10 points more of the team certified, in the same cluster "
+    "against the other clusters in the same month",
+    "lost_share_per_10_points": "per 10 points more of the team certified, in the same cluster "
+    "against the other clusters in the same month",
+    "commissioning_time_ratio": "for projects led by certified engineers than by engineers not "
+    "certified",
 }
 DESIGN = {
     "incident_rate_ratio": "each engineer compared with their own months before certifying",
@@ -62,6 +115,8 @@ ENGINEERS = {
     "incident_rate_ratio": "engineers in the incident model",
     "mttr_ratio": "responders in the time-to-restore model",
     "attrition_hazard_ratio": "engineers in the attrition model",
+    # the name marts.operations_effect gives them in its reasons
+    "change_failure_ratio": "engineers with changes both while certified and while not",
 }
 # the one word for each status, and the longer phrase the ROI uses for the same status
 STATUS_WORDS = {"shown": "shown", "not_shown": "not shown", "not_estimable": "not estimable"}
@@ -150,9 +205,14 @@ class Effect:
         )
 
     @property
+    def no_effect(self) -> float:
+        """The value that means no difference: 0 for a difference, 1 for a ratio."""
+        return 0.0 if self.metric in DIFFERENCES else 1.0
+
+    @property
     def _excludes_one(self) -> bool:
-        lo, hi = self.ci_low, self.ci_high
-        return lo is not None and hi is not None and (hi < 1 or lo > 1)
+        lo, hi, null = self.ci_low, self.ci_high, self.no_effect
+        return lo is not None and hi is not None and (hi < null or lo > null)
 
     @property
     def why(self) -> str:
@@ -167,7 +227,8 @@ class Effect:
                 f"certified ({self.pretrend_words}), so the change cannot be read as an effect"
             )
         if self._excludes_one:
-            return "the statistics (marts.certification_effect) do not count it as a finding"
+            mart = MART.get(self.metric, "marts.certification_effect")
+            return f"the statistics ({mart}) do not count it as a finding"
         return "the 95 % interval includes no difference"
 
 
@@ -208,7 +269,8 @@ def read_effect(row: pd.Series) -> Effect:
     if "pretrend_p" in row.index:
         p = _float(row, "pretrend_p")
         rejected = bool(_val(row, "pretrend_rejected") or False)
-    excludes_one = finite and (hi < 1 or lo > 1)  # type: ignore[operator]
+    null = 0.0 if str(row["metric"]) in DIFFERENCES else 1.0
+    excludes_one = finite and (hi < null or lo > null)  # type: ignore[operator]
     if _val(row, "finding") is not None:
         finding = bool(row["finding"]) and estimable
     else:
@@ -271,18 +333,32 @@ def effect_status(e: Effect, words: dict[str, str] = STATUS_WORDS) -> Markup:
 
 
 def change(e: Effect) -> str:
-    """`16 % shorter`: the size of the change at the estimate, in the outcome's words."""
+    """`16 % shorter` (a ratio) or `0.8 points higher` (a difference in a share): the size of
+    the change at the estimate, in the outcome's words."""
     _, _, down, up = EFFECT_TEXT.get(e.metric, ("", "", "lower", "higher"))
-    est = e.estimate or 1.0
+    est = e.estimate if e.estimate is not None else e.no_effect
+    if e.metric in DIFFERENCES:
+        return f"{abs(est) * 100:.1f} points {down if est < 0 else up}"
     return f"{abs(est - 1) * 100:.0f} % {down if est < 1 else up}"
 
 
+def effect_value(e: Effect, v: float | None) -> str:
+    """An estimate or bound as printed: a ratio `0.84`, a difference `+0.8 pts`."""
+    return pts(v) if e.metric in DIFFERENCES else ratio(v)
+
+
 def estimate_text(e: Effect, long: bool = False) -> Markup:
-    """`0.84 (0.79–0.89)` (`long`: `0.84 (95 % interval 0.79–0.89)`), tagged."""
+    """`0.84 (0.79–0.89)` (`long`: `0.84 (95 % interval 0.79–0.89)`), tagged; a difference
+    `+0.8 pts (−0.1 to +1.7 pts)`."""
+    ci = (
+        interval(e.ci_low, e.ci_high)
+        if e.metric not in DIFFERENCES
+        else f"{pts(e.ci_low)} to {pts(e.ci_high)}"
+    )
     return sentence(
         "{est} (95 % interval {ci})" if long else "{est} ({ci})",
-        est=fig(f"effect-{e.metric}", ratio(e.estimate)),
-        ci=fig(f"effect-{e.metric}-ci", interval(e.ci_low, e.ci_high)),
+        est=fig(f"effect-{e.metric}", effect_value(e, e.estimate)),
+        ci=fig(f"effect-{e.metric}-ci", ci),
     )
 
 
@@ -295,11 +371,23 @@ def effect_plain(e: Effect) -> Markup:
         if e.metric == "attrition_hazard_ratio"
         else ""
     )
+    kind = "difference" if e.metric in DIFFERENCES else "ratio"
     if e.status == "shown":
         return sentence(
-            "{c} while certified; ratio {est}{w}", c=change(e), est=estimate_text(e), w=weaker
+            "{c} while certified; {kind} {est}{w}",
+            c=change(e),
+            kind=kind,
+            est=estimate_text(e),
+            w=weaker,
         )
-    return sentence("ratio {est}, but {why}", est=estimate_text(e), why=e.why_short)
+    return sentence("{kind} {est}, but {why}", kind=kind, est=estimate_text(e), why=e.why_short)
+
+
+def compared_with(metric: str) -> str:
+    """What the effect compares, after the change in words."""
+    if metric in MART:
+        return COMPARED_WITH[metric]
+    return "while certified " + COMPARED_WITH.get(metric, "than while not certified")
 
 
 def effect_sentence(e: Effect) -> Markup:
@@ -317,22 +405,25 @@ def effect_sentence(e: Effect) -> Markup:
             needed=e.data_needed,
         )
     when = f", {e.window}" if e.window else ""
+    kind = "difference" if e.metric in DIFFERENCES else "ratio"
     if e.status == "shown":
         text = sentence(
-            "{label} ({status}): {change} {what} while certified {compared}: ratio {est}{when}",
+            "{label} ({status}): {change} {what} {compared}: {kind} {est}{when}",
             label=label,
             status=effect_status(e),
             change=change(e),
             what=what,
-            compared=COMPARED_WITH.get(e.metric, "than while not certified"),
+            compared=compared_with(e.metric),
+            kind=kind,
             est=estimate_text(e, long=True),
             when=when,
         )
     else:
         text = sentence(
-            "{label} ({status}): ratio {est}{when}, but {why}",
+            "{label} ({status}): {kind} {est}{when}, but {why}",
             label=label,
             status=effect_status(e),
+            kind=kind,
             est=estimate_text(e, long=True),
             when=when,
             why=e.why,
@@ -340,7 +431,7 @@ def effect_sentence(e: Effect) -> Markup:
     if e.naive_estimate is not None:
         text += sentence(
             "; a plain comparison would say {naive}",
-            naive=fig(f"naive-{e.metric}", ratio(e.naive_estimate)),
+            naive=fig(f"naive-{e.metric}", effect_value(e, e.naive_estimate)),
         )
     return text + "." + power_sentence(e)
 

@@ -3,9 +3,11 @@
 Each builder takes the report's `Build` (marts, quarter, minimum group size, inputs and the facts
 of the sections computed before it) and returns its `Section` and its typed facts. Adding a
 section is two lines: its builder in `BUILDERS` (after the sections whose facts it reads) and its
-id in `PRINTED` where it should print. The page budget: 12 printed pages at any company size
+id in `PRINTED` where it should print. The page budget: 14 printed pages at any company size
 (tests/test_report_length.py measures the sections before the programmes and careers against
-10, tests/test_report_programmes.py the whole report against 12).
+10, tests/test_report_programmes.py the whole report without operations against 12,
+tests/test_report_operations.py the whole report with operations against 13, a page left for
+the plan).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pipelines.lib.report.sections.expiring import expiring_section
 from pipelines.lib.report.sections.facts import Facts
 from pipelines.lib.report.sections.gaps import gaps_section
 from pipelines.lib.report.sections.incidents import incidents_section
+from pipelines.lib.report.sections.operations import operations_section
 from pipelines.lib.report.sections.programmes import programmes_section
 from pipelines.lib.report.sections.roi import (
     PER_CERTIFICATION_DEFINITION,
@@ -81,6 +84,10 @@ def _attrition(b: Build):
 
 def _incidents(b: Build):
     return incidents_section(b.marts, b.q, b.thr)
+
+
+def _operations(b: Build):
+    return operations_section(b.marts, b.q, b.thr)
 
 
 def _programmes(b: Build):
@@ -147,6 +154,7 @@ BUILDERS: dict[str, Callable[[Build], tuple[Section, Any]]] = {
     "expiring": _expiring,
     "attrition": _attrition,
     "incidents": _incidents,
+    "operations": _operations,
     "roi": _roi,
     "composition": _composition,
     "actions": _actions,
@@ -165,4 +173,5 @@ PRINTED = (
     "careers",
     "attrition",
     "incidents",
+    "operations",
 )
