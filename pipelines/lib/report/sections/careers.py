@@ -359,6 +359,7 @@ def _family_table(rows: list[PayRow], thr: int, q: Quarter) -> Table | None:
             for f, n, b, w, k in fams
         ],
         key="careers-pay-family",
+        scope="full",  # on screen, collapsed; the printed report keeps its page budget
         note=f"Role families with at least {thr} engineers with pay over the levels shown; a "
         "withheld level is left out of its family's share.",
     )  # fmt: skip

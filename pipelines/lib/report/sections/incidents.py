@@ -155,6 +155,7 @@ def year_table(now: QuarterIncidents | None, ago: QuarterIncidents | None, q: Qu
          "GPUs in the fleet (average)", "Incidents a month per 1,000 GPUs"],
         rows,
         key="incident-year",
+        scope="full",  # on screen, collapsed; the lead's sentence carries it in print
         note="GPUs: fleet_size over the quarter's three months.",
     )  # fmt: skip
 

@@ -633,6 +633,7 @@ def _untracked_table(items: list[Untracked], thr: int) -> Table:
         ["Programme", "Enrolments", "Completions", "Charged", "Training hours"],
         rows,
         key="programmes-untracked",
+        scope="full",  # on screen, collapsed; the printed report keeps its page budget
         note="Their courses name no certification, so times to certify, pass rates and the "
         "comparisons do not apply; the investment counts their people and costs. All quarters "
         "(training_spend).",
