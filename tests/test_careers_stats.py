@@ -497,7 +497,7 @@ def test_a_curve_that_does_not_reach_one_half_has_no_median():
     assert got["certified_within_6m_share"] == pytest.approx(1 / 8)
 
 
-def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
+def test_dagster_asset_writes_the_six_marts_with_descriptions(tmp_path):
     import dagster as dg
     import duckdb
 
@@ -533,8 +533,9 @@ def test_dagster_asset_writes_the_five_marts_with_descriptions(tmp_path):
         described = con.execute(
             "select count(*) from duckdb_tables() where schema_name = 'marts' and comment <> ''"
         ).fetchone()[0]
-    assert uncommented == [] and described == 5
+    assert uncommented == [] and described == 6
     assert list(tables["promotion_effect"]["metric"]) == ["promotion_hazard_ratio"]
+    assert set(tables["programme_next_level"]["programme_type"]) <= set(ep["programme_type"])
     assert set(tables["programme_comparison"]["metric"]) == set(careers.COMPARISON_METRICS)
     mats = result.asset_materializations_for_node("programme_career_statistics")
     meta = {m.asset_key.to_user_string(): m.metadata for m in mats}
@@ -686,3 +687,66 @@ def test_pool_levels_merges_a_small_or_uniform_level_with_the_next_one():
     assert got[levels.isin([4, 5])].eq("4-5").all()  # the top level joins the one below
     assert got[levels == 0].eq("1-2").all()  # unknown joins the largest group (41 cases)
     assert set(got) == {"1-2", "3", "4-5"}
+
+
+def test_time_in_level_quartiles_and_share_within_the_band_match_a_hand_calculation():
+    # months in a level (1: promoted, 0: censored); the band is 3 to 6 months
+    times = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0, 9.5]
+    events = [1, 1, 0, 1, 0, 1, 1, 0, 0, 0]
+    steps = kaplan_meier_by_hand(times, events)
+
+    def survival(t):
+        return min([s for u, s in steps if u <= t], default=1.0)
+
+    got = career_stats.level_quantiles(np.array(times), np.array(events, dtype=bool), (3.0, 6.0))
+    assert got["q1_months"] == pytest.approx(next(t for t, s in steps if s <= 0.75 + 1e-12))
+    assert math.isnan(got["median_months"]) == (min(s for _, s in steps) > 0.5)
+    assert got["promoted_within_band"] == pytest.approx(survival(3.0) - survival(6.0))
+    # an open-ended band, or one longer than anyone was followed, gives no share
+    assert math.isnan(
+        career_stats.level_quantiles(np.array(times), np.array(events), (48.0, math.nan))[
+            "promoted_within_band"
+        ]
+    )
+    assert math.isnan(
+        career_stats.level_quantiles(np.array(times), np.array(events), (3.0, 12.0))[
+            "promoted_within_band"
+        ]
+    )
+
+
+def test_each_programmes_time_to_the_next_level_is_the_planted_months():
+    """Engineers who start a programme at level 2 and move to level 3 a planted number of
+    months later (or never, censored at their last month): the Kaplan-Meier figures of the
+    mart against the same curve by hand (no step lands on exactly one half)."""
+    from pipelines.lib.careers.next_level import next_level_spells, time_to_next_level
+
+    planted = {  # person -> (programme, months to level 3 or None, months seen after the start)
+        f"p{i}": ("bootcamp", up, seen)
+        for i, (up, seen) in enumerate([(3, 20), (5, 20), (7, 20), (8, 20), (None, 6), (None, 30)])
+    } | {f"q{i}": ("online", up, 24) for i, up in enumerate([6, 9, 11, 15, 18, None, None])}
+    months, episodes = [], []
+    for person, (programme, up, seen) in planted.items():
+        for t in range(seen + 1):
+            level = 3 if up is not None and t >= up else 2
+            months.append(dict(person_key=person, t=100 + t, skill_level=level,
+                               month_start=pd.Timestamp(2024, 1, 1) + pd.DateOffset(months=t)))  # fmt: skip
+        episodes.append(dict(person_key=person, programme_type=programme,
+                             first_enrolled_on=pd.Timestamp(2024, 1, 17)))  # fmt: skip
+    m, ep = pd.DataFrame(months), pd.DataFrame(episodes)
+    spells = next_level_spells(ep, m).set_index("person_key")
+    assert spells.loc["p0", "months"] == 3 and spells.loc["p0", "promoted"]
+    assert spells.loc["p4", "months"] == 6 and not spells.loc["p4", "promoted"]
+    out = time_to_next_level(ep, m, 5).set_index("programme_type")
+    for programme in ("bootcamp", "online"):
+        mine = [(up, seen) for p, up, seen in planted.values() if p == programme]
+        times = [up if up is not None else seen for up, seen in mine]
+        events = [up is not None for up, _ in mine]
+        steps = kaplan_meier_by_hand(times, events)
+        row = out.loc[programme]
+        assert row["median_months"] == next(t for t, s in steps if s <= 0.5 + 1e-12)
+        assert row["q1_months"] == next(t for t, s in steps if s <= 0.75 + 1e-12)
+        assert row["promoted_within_12m_share"] == pytest.approx(
+            1 - min([s for t, s in steps if t <= 12], default=1.0)
+        )
+        assert row["promotions"] == sum(events) and row["engineers"] == len(mine)

@@ -455,6 +455,32 @@ def test_level_spells_and_promotions_per_level_and_year(company, build):
     assert sum(promotions.values()) > 0
 
 
+def test_promotions_in_the_12_months_to_each_quarter_end(company, build):
+    """marts.level_progression_12m recounted from the raw exports' level spells: a spell counts
+    in a window it overlaps, its promotion in the window that holds its last day."""
+    spells = recount_level_spells(company)
+    got = {
+        (r["skill_level"], r["window_end"]): r
+        for r in rows(build, "select * from restricted.level_progression_12m")
+    }
+    expected_engineers, expected_promotions = defaultdict(set), Counter()
+    for end in quarter_ends(company):
+        start = max(company.first_month, date(end.year - (end.month < 12), end.month % 12 + 1, 1))
+        for s in spells:
+            if s["level_from"] <= end and s["level_to"] >= start:
+                expected_engineers[(s["level"], end)].add(s["person"])
+                if s["ended"] == "up" and start <= s["level_to"] <= end:
+                    expected_promotions[(s["level"], end)] += 1
+    assert {k: r["engineers"] for k, r in got.items() if k[1] in set(quarter_ends(company))} == {
+        k: len(v) for k, v in expected_engineers.items()
+    }
+    ends = set(quarter_ends(company))
+    assert {k: r["promotions"] for k, r in got.items() if r["promotions"] and k[1] in ends} == {
+        k: n for k, n in expected_promotions.items() if n
+    }
+    assert sum(expected_promotions.values()) > 0
+
+
 def test_pay_median_and_share_below_band_per_quarter_level_and_role(company, build):
     with (DBT_PROJECT_DIR / "seeds" / "skill_levels.csv").open() as fh:
         bands = {int(r["skill_level"]): float(r["salary_min_usd"]) for r in csv.DictReader(fh)}
@@ -485,6 +511,7 @@ def test_published_marts_hide_small_groups_and_the_pay_of_few(published, build, 
     for mart, size in (
         ("programme_outcomes", "participants"),
         ("level_progression", "engineers"),
+        ("level_progression_12m", "engineers"),
         ("salary_bands", "headcount"),
     ):
         small = published.execute(

@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from pipelines.lib import effects as stats
+from pipelines.lib.effects.power import POWER_COLUMNS
 from tests.conftest import talent_resources
 
 SEVERITY_SHIFT = {"sev1": 0.5, "sev2": 0.2, "sev3": 0.0, "sev4": -0.2}
@@ -212,7 +213,11 @@ def test_naive_figures_are_biased_the_way_the_confounding_predicts(planted_run):
 
 def test_effect_rows_have_the_mart_columns_and_plain_words(planted_run):
     effects = planted_run[0].reset_index()
-    assert list(effects.columns) == list(stats.EFFECT_COLUMNS)
+    assert list(effects.columns) == [*stats.EFFECT_COLUMNS, *POWER_COLUMNS]
+    # a detectable reduction exists for each, and the data need for the business case's size
+    assert effects["mde_ratio"].between(0, 1, inclusive="neither").all()
+    assert (effects["claimed_ratio"] == 0.80).all()
+    assert (effects["more_engineer_months_needed"] >= 0).all()
     assert list(effects["metric"]) == list(stats.METRICS)
     assert (effects["n_engineers"] > 100).all() and (effects["n_events"] > 0).all()
     assert (effects["n_cohorts"] > 3).all()

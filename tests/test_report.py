@@ -618,14 +618,15 @@ def test_person_level_tables_are_never_read(tmp_path):
 def test_team_of_three_is_hidden_with_its_complement(report):
     rows = _table_rows(report["text"], "coverage-teams-all")
     assert rows["edge-pilot"] == ["<5"] * 4
-    # hpc-lab (8 people) is the next-smallest team: hidden so edge-pilot cannot be recovered
-    assert rows["hpc-lab"] == ["<5"] * 4
+    # hpc-lab (8 people) is the next-smallest team: hidden so edge-pilot cannot be recovered,
+    # and said to be hidden, not to be fewer than 5
+    assert rows["hpc-lab"] == ["hidden"] * 4
     assert rows["dgx-east"][0] == "24" and rows["dgx-west"][0] == "11"
     assert rows["All teams"][0] == "46"  # total shown; 46 - 24 - 11 = 11 = 3 + 8 stays ambiguous
     composition = _table_rows(report["text"], "composition-teams-all")
-    assert composition["edge-pilot"][3] == "<5" and composition["hpc-lab"][3] == "<5"
+    assert composition["edge-pilot"][3] == "<5" and composition["hpc-lab"][3] == "hidden"
     expiring = _table_rows(report["text"], "expiring-teams-all")
-    assert expiring["edge-pilot"] == ["<5", "<5"] and expiring["hpc-lab"] == ["<5", "<5"]
+    assert expiring["edge-pilot"] == ["<5", "<5"] and expiring["hpc-lab"] == ["hidden"] * 2
     assert expiring["All teams"] == ["", "8"]
     # and the chart of teams shows the hidden ones as hidden, with no size beside them
     chart = re.search(r'<svg[^>]*data-chart="coverage-by-team".*?</svg>', report["text"], re.S)

@@ -111,3 +111,74 @@ def test_a_chart_without_a_target_uses_the_width(html):
     ticks = [int(t["text"].split()[0]) for t in found if re.fullmatch(r"\d+ %", t["text"])]
     bars = [int(t["text"].split()[0]) for t in found if re.match(r"\d+ % \(", t["text"])]
     assert ticks and bars and max(ticks) <= max(bars) + 35
+
+
+# --- the sensitivity (tornado) chart and the stacked bars, drawn with awkward shapes ---------
+
+
+def drawn(monkeypatch, draw, *args, **kwargs):
+    """The matplotlib figure a chart function draws, laid out as it is saved."""
+    from pipelines.lib.report import charts as chart_lib
+
+    kept = {}
+
+    def keep(fig, name, alt):
+        fig.canvas.draw()
+        kept["fig"] = fig
+        return ""
+
+    monkeypatch.setattr(chart_lib, "_svg", keep)
+    draw(*args, **kwargs)
+    return kept["fig"]
+
+
+# (rows, base): figures beside break-even, a negative result at the estimates, a bar that does
+# not reach its base line's far side, a long assumption name
+SWINGS = {
+    "near break-even": ([("Incidents", 0.02, 0.05), ("Time to restore", 0.01, 0.06),
+                         ("Voluntary attrition", -0.3, 0.9), ("All together", -0.35, 1.0)], 0.03),
+    "below break-even": ([("Replacement cost per exit", -0.48, 0.3), ("GPU-hour cost", -0.25, -0.12),
+                          ("Training hours", -0.2, -0.17)], -0.18),
+    "wide": ([("Replacement cost per exit", -0.48, 3.2), ("GPU-hour cost", 0.9, 1.4),
+              ("Training hours", 1.08, 1.15)], 1.12),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(SWINGS))
+def test_no_swing_figure_sits_on_a_line_or_on_another_figure(monkeypatch, shape):
+    from pipelines.lib.report import charts as chart_lib
+
+    rows, base = SWINGS[shape]
+    fig = drawn(monkeypatch, chart_lib.swing_chart, "s", rows, base, title="t", alt="a")
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts]
+    assert {"break-even"} <= {t for t, _ in boxes} and len(boxes) == 2 * len(rows) + 1
+    lines = [ax.transData.transform((x, 0))[0] for x in (0.0, base)]
+    axes = ax.get_window_extent(renderer)
+    for text, box in boxes:
+        for x in lines:
+            assert not box.x0 < x < box.x1, f"{text!r} sits on the line at {x:.0f}"
+        assert axes.x0 <= box.x0 and box.x1 <= axes.x1, f"{text!r} runs out of the axes"
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            assert not box_a.overlaps(box_b), f"{a!r} collides with {b!r}"
+
+
+def test_no_two_legend_entries_of_the_stacked_bars_look_alike(monkeypatch):
+    from pipelines.lib.report import charts as chart_lib
+
+    segs = [chart_lib.Segment("Return", "attrition (assumed price)", 2e6, "assumed"),
+            chart_lib.Segment("Return", "downtime (assumed price)", 2e5, "assumed"),
+            chart_lib.Segment("Return", "incidents", 1e5, "measured"),
+            chart_lib.Segment("Return", "restore", 1e5, "measured"),
+            chart_lib.Segment("Investment", "training", 9e5, "invested"),
+            chart_lib.Segment("Investment", "exams", 1e5, "invested"),
+            chart_lib.Segment("Later", "training", 5e5, "invested")]  # fmt: skip
+    fig = drawn(monkeypatch, chart_lib.stacked_bars, "b", ["Return", "Investment", "Later"],
+                segs, title="t", alt="a", row_totals=["1", "2", "3"])  # fmt: skip
+    legend = fig.legends[0]
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert sorted(labels) == sorted({s.label for s in segs})  # one entry per label
+    swatches = [(tuple(h.get_facecolor()), h.get_hatch() or "") for h in legend.legend_handles]
+    assert len(set(swatches)) == len(swatches), list(zip(labels, swatches, strict=True))

@@ -11,7 +11,9 @@ are read as a reader reads them, and the checks fail when:
   match its status, or a status is stated in words outside a tag ("the data support its less
   downtime"), where no test could tie it to its effect;
 - an acronym is not in the report's list, or is not spelled out where the printed report first
-  uses it.
+  uses it;
+- a cell reads `<5` (fewer than the minimum group size) in a row whose group the marts count at
+  five or more (a cell hidden only to protect another must read `hidden`).
 
 The checker is tested first on reports with an inconsistency planted into them.
 """
@@ -24,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pipelines.lib.report.data import load_marts
@@ -36,7 +39,9 @@ from pipelines.lib.report.render import (
     load_inputs,
     render_html,
 )
+from pipelines.lib.report.sections.careers import level_names
 from pipelines.lib.report.sections.effects import ENGINEERS, EVENTS, EVIDENCE_WORDS, STATUS_WORDS
+from pipelines.lib.report.sections.incidents import status_label
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import talent_run  # noqa: E402
@@ -121,6 +126,70 @@ def problems(html: str) -> list[str]:
     return found
 
 
+def _rows(html: str, key: str) -> dict[str, list[str]]:
+    """Row header -> cell texts of the table `data-table=key` (empty when it is not printed)."""
+    block = re.search(rf'<table data-table="{key}"[^>]*>(.*?)</table>', html, re.S)
+    rows = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", block.group(1) if block else "", re.S):
+        cells = [
+            htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)
+        ]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def group_sizes(marts, q: Quarter) -> dict[str, dict[str, float]]:
+    """Table key -> row header -> the people of the row's group, counted from the marts the
+    report reads (the build file's restricted copies: every group, small ones included)."""
+    out: dict[str, dict[str, float]] = {}
+    cov = marts.get("certification_coverage")
+    if cov is not None:
+        teams = cov[(pd.to_datetime(cov["month_end"]).dt.date == q.end)
+                    & (cov["segment_type"] == "team")]  # fmt: skip
+        out["coverage-teams-all"] = dict(
+            zip(teams["segment_value"], teams["headcount"], strict=True)
+        )
+        out["expiring-teams-all"] = out["coverage-teams-all"]
+    tc = marts.get("team_composition")
+    if tc is not None:
+        now = tc[pd.to_datetime(tc["month_end"]).dt.date == q.end]
+        out["composition-teams-all"] = now.groupby("team")["headcount"].sum().to_dict()
+    ir = marts.get("incident_rates")
+    if ir is not None:
+        st = ir[(ir["breakdown"] == "quarter_by_status") & (ir["quarter"] == q.start)]
+        out["incident-status"] = {
+            status_label(r.certification_status): r.engineers for r in st.itertuples()
+        }
+    lp = marts.get("level_progression_12m")
+    if lp is not None:
+        cur = lp[pd.to_datetime(lp["window_end"]).dt.date == q.end]
+        names = level_names()
+        out["careers-ladder"] = {
+            f"{int(r.skill_level)} {names.get(int(r.skill_level), '')}".strip(): r.engineers
+            for r in cur.itertuples()
+        }
+    return out
+
+
+# the cells of a row that describe the row's group (the others describe another group: the
+# careers ladder's time in level counts engineers whose spell's start is seen)
+COLUMNS = {"careers-ladder": slice(3, 7)}
+
+
+def false_small_cells(html: str, marts, q: Quarter, thr: int = 5) -> list[str]:
+    """Cells printed `<5` (fewer than the minimum) in rows whose group the marts count at the
+    minimum or more: such a cell is hidden to protect another and must say `hidden`."""
+    found = []
+    for key, sizes in group_sizes(marts, q).items():
+        for name, cells in _rows(html, key).items():
+            n = sizes.get(name)
+            cells = cells[COLUMNS.get(key, slice(None))]
+            if f"<{thr}" in cells and n is not None and n == n and n >= thr:
+                found.append(f"{key}: {name!r} printed <{thr} but holds {n:.0f}")
+    return found
+
+
 def _spelled(word: str, acronyms: dict[str, str]) -> set[str]:
     """The expansion of `word`, as written and with the acronyms inside it spelled out too
     (AWS-SAP: "Amazon Web Services (AWS) Certified Solutions Architect – Professional")."""
@@ -157,8 +226,29 @@ def acronym_problems(html: str, acronyms: dict[str, str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def fixture_html(tmp_path_factory) -> str:
-    return html_of(build_published_fixture(tmp_path_factory.mktemp("c") / "talent.duckdb"))
+def fixture_db(tmp_path_factory) -> Path:
+    return build_published_fixture(tmp_path_factory.mktemp("c") / "talent.duckdb")
+
+
+@pytest.fixture(scope="module")
+def fixture_html(fixture_db) -> str:
+    return html_of(fixture_db)
+
+
+def test_a_cell_printed_fewer_than_five_for_a_group_of_five_or_more_is_found(
+    fixture_db, fixture_html
+):
+    marts, q = load_marts(fixture_db), Quarter.parse("2026-Q3")
+    assert false_small_cells(fixture_html, marts, q) == []
+    # hpc-lab (8 engineers) is hidden only to protect edge-pilot (3): printed "<5", it is false
+    rows = _rows(fixture_html, "coverage-teams-all")
+    assert rows["edge-pilot"][0] == "<5" and rows["hpc-lab"][0] == "hidden"
+    block = re.search(r'<table data-table="coverage-teams-all".*?</table>', fixture_html, re.S)
+    row = re.search(r"<tr>\s*<t[hd][^>]*>hpc-lab</t[hd]>.*?</tr>", block.group(0), re.S).group(0)
+    planted = fixture_html.replace(row, row.replace(">hidden<", "><5<"), 1)
+    assert false_small_cells(planted, marts, q) == [
+        "coverage-teams-all: 'hpc-lab' printed <5 but holds 8"
+    ]
 
 
 def test_the_fixture_report_is_consistent(fixture_html):
@@ -221,15 +311,17 @@ def test_an_acronym_not_spelled_out_is_found(fixture_html):
 
 # --- several generated companies --------------------------------------------------------------
 
-# (name, python -m tools generate flags): a company where certification changes nothing, and a
-# small young one where most effects cannot be estimated; the session's planted company is the
-# third (tests/conftest.py, shared_company)
+# (name, python -m tools generate flags): a company where certification changes nothing, a
+# small young one where most effects cannot be estimated, and a larger, older one (levels and
+# teams of every size, complementary suppression between large groups); the session's planted
+# company (600 employees) is the fourth (tests/conftest.py, shared_company)
 GENERATED = {
     "null-world": ["--employees", "250", "--years", "2", "--seed", "4101",
                    "--incident-rate-ratio", "1", "--mttr-ratio", "1",
                    "--attrition-hazard-ratio", "1"],
     "small-young": ["--employees", "150", "--years", "1", "--seed", "4202",
                     "--proneness-selection", "2"],
+    "large-old": ["--employees", "1500", "--years", "3", "--seed", "4303"],
 }  # fmt: skip
 
 
@@ -246,7 +338,8 @@ def _generated(root: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module", params=["planted", *GENERATED])
-def company_html(request, shared_company, tmp_path_factory) -> str:
+def company_report(request, shared_company, tmp_path_factory) -> tuple:
+    """(the report's HTML, the marts it was rendered from, its quarter)."""
     if request.param == "planted":
         warehouse = shared_company.warehouse
     else:
@@ -254,7 +347,20 @@ def company_html(request, shared_company, tmp_path_factory) -> str:
     published = warehouse / "talent.duckdb"
     marts = load_marts(published, warehouse / "build" / "talent.duckdb")
     q = Quarter.parse(latest_complete_quarter(published))
-    return render_html(build_context(marts, q, 5, load_inputs()))
+    return render_html(build_context(marts, q, 5, load_inputs())), marts, q
+
+
+@pytest.fixture(scope="module")
+def company_html(company_report) -> str:
+    return company_report[0]
+
+
+@pytest.mark.slow
+def test_no_cell_says_fewer_than_five_of_a_group_of_five_or_more(company_report):
+    html, marts, q = company_report
+    assert false_small_cells(html, marts, q) == []
+    # and the check had groups to compare
+    assert any(group_sizes(marts, q).values())
 
 
 @pytest.mark.slow

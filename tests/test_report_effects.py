@@ -189,3 +189,107 @@ def test_method_appendix_quotes_the_robustness_figure_beside_the_headline():
         in (with_it.notes[0])
     )
     assert "simpler design" not in without.notes[0]
+
+
+def test_a_pretrend_that_rejects_is_said_with_its_p_value_and_its_meaning():
+    e = read_effect(pd.Series(dict(NEW, finding=False, pretrend_p=0.0039, pretrend_rejected=True)))
+    text = _plain(effect_sentence(e))
+    assert "pre-trend test p = 0.0039" in text
+    assert "would arise by chance about 4 times in 1,000 if the rates had not differed" in text
+    # more data would not mend a pre-trend: no power sentence
+    assert "4 times in 5" not in text
+
+
+def _with_power(se: float, claimed: float, months: float, estimate: float = 0.9):
+    """An incident row whose interval has standard error `se` on the log scale, and the power
+    columns the estimator writes for it (pipelines/lib/effects/power.py)."""
+    import math
+
+    from pipelines.lib.effects import power
+
+    lo, hi = (
+        math.exp(math.log(estimate) - 1.959964 * se),
+        math.exp(math.log(estimate) + 1.959964 * se),
+    )
+    row = power.power_row((lo, hi), lambda r: math.nan, months, claimed)
+    return dict(NEW, estimate=estimate, ci_low=lo, ci_high=hi, finding=False, **row)
+
+
+def test_an_effect_not_distinguishable_says_what_the_data_could_have_found():
+    # se 0.15: the smallest reduction found 4 times in 5 is exp(-2.80 x 0.15) = 0.66, and the
+    # assumed 0.80 needs (2.80 x 0.15 / ln 0.8)^2 = 3.55 times the 6,000 engineer-months
+    e = read_effect(pd.Series(_with_power(0.15, 0.80, 6000)))
+    assert e.status == "not_shown"
+    text = _plain(effect_sentence(e))
+    assert (
+        "smallest change a test finds 4 times in 5 is 34 % fewer incidents per engineer-month"
+        in text
+    )
+    assert "(ratio 0.66, 80 % power" in text
+    more = 6000 * (2.8016 * 0.15 / 0.22314) ** 2 - 6000
+    said = int(re.search(r"needs about ([\d,]+) more engineer-months", text)[1].replace(",", ""))
+    assert said == pytest.approx(more, rel=0.002)
+    # a company large enough for the assumed size is told the effect is likely smaller
+    big = _plain(effect_sentence(read_effect(pd.Series(_with_power(0.05, 0.80, 60000)))))
+    assert "would have been found: the effect is more likely smaller than assumed" in big
+    # shown effects carry no such sentence
+    shown = read_effect(pd.Series(dict(_with_power(0.05, 0.80, 60000), finding=True)))
+    assert "4 times in 5" not in _plain(effect_sentence(shown))
+
+
+def test_the_year_change_of_the_incident_rate_is_also_put_per_1000_gpus():
+    from datetime import date
+
+    from pipelines.lib.report.quarters import Quarter
+    from pipelines.lib.report.sections.incidents import (
+        QuarterIncidents,
+        gpu_months,
+        year_change,
+        year_table,
+    )
+
+    q = Quarter.parse("2026-Q3")
+    # the fleet: 4,000 GPUs through 2025-Q3, 8,000 through 2026-Q3 (two clusters, monthly rows)
+    fleet = pd.DataFrame(
+        [dict(month_end=date(y, m, 30 if m == 9 else 31), cluster=c, gpu_count=n)
+         for y, n in ((2025, 2000), (2026, 4000)) for m in (7, 8, 9) for c in ("a", "b")]
+    )  # fmt: skip
+    assert gpu_months(fleet, q) == 3 * 8000
+    assert gpu_months(fleet, q.previous()) is None  # no month of 2026-Q2 in the frame
+    # 850 incidents in 820 engineer-months a year ago, 1,560 in 1,000 now
+    ago = QuarterIncidents(850 / 820 * 100, 20.0, 290, 850, gpu_months(fleet, q.trailing(5)[0]))
+    now = QuarterIncidents(1560 / 1000 * 100, 20.0, 350, 1560, gpu_months(fleet, q))
+    said = _plain(year_change(now, ago, q))
+    assert "A year earlier (2025-Q3) the rate was 103.7 per 100 engineer-months." in said
+    assert "the fleet went from 4,000 to 8,000 GPUs (+100 %)" in said
+    assert "from 820 to 1,000 (+22 %)" in said
+    # 1,560 / 24,000 GPU-months x 1,000 = 65.0; 850 / 12,000 x 1,000 = 70.8: fewer per GPU
+    assert "the monthly rate per 1,000 GPUs was 65.0 against 70.8 a year earlier (−8 %)" in said
+    rows = [[_plain(c) for c in r] for r in year_table(now, ago, q).rows]
+    assert rows == [["2025-Q3", "850", "820", "103.7", "4,000", "70.8"],
+                    ["2026-Q3", "1,560", "1,000", "156.0", "8,000", "65.0"]]  # fmt: skip
+    no_fleet = _plain(year_change(now, QuarterIncidents(103.7, 20.0, 290, 850), q))
+    assert "cannot be put per GPU" in no_fleet
+
+
+def test_the_power_table_holds_every_figure_the_power_sentence_quotes():
+    from pipelines.lib.report.sections.incidents import power_table
+
+    e = read_effect(pd.Series(_with_power(0.15, 0.80, 6000)))
+    t = power_table({e.metric: e}, 5)
+    cells = [_plain(c) for c in t.rows[0]]
+    more = 6000 * (2.8016 * 0.15 / 0.22314) ** 2 - 6000
+    assert cells[:3] == ["Incidents", "0.66", "0.80"]
+    assert int(cells[3].replace(",", "")) == pytest.approx(more, rel=0.002)
+    # every tagged figure of the sentence is in the table
+    said = set(re.findall(r'data-figure="([^"]+)"', str(effect_sentence(e))))
+    held = set(re.findall(r'data-figure="([^"]+)"', " ".join(map(str, t.rows[0]))))
+    assert (
+        said
+        - {
+            "effect-incident_rate_ratio",
+            "effect-incident_rate_ratio-ci",
+            "naive-incident_rate_ratio",
+        }
+        <= held
+    )  # those three: the effects table

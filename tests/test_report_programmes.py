@@ -255,6 +255,9 @@ LEVEL_YEARS = {
 }
 BANDS = {1: (0, 6), 2: (6, 12), 3: (12, 24), 4: (24, 48), 5: (48, None)}
 TIME_IN_LEVEL = {1: 5.5, 2: 14.0, 3: 20.0, 4: None, 5: None}  # level 2 planted slower than band
+# level 4: fewer than half promoted (no median), but a quarter by month 30
+Q1_WITHOUT_MEDIAN = {4: 30.0}
+WITHIN_BAND = {1: 0.55, 2: 0.3, 3: 0.62, 4: 0.18, 5: None}
 
 
 def progression_mart() -> pd.DataFrame:
@@ -274,7 +277,9 @@ def time_in_level_mart() -> pd.DataFrame:
         small = n < THR
         rows.append(dict(skill_level=lv, engineers=None if small else n, promotions=None,
                          median_months=None if small else m,
-                         q1_months=None if small or m is None else m * 0.6,
+                         q1_months=None if small else Q1_WITHOUT_MEDIAN.get(lv) if m is None
+                         else m * 0.6,
+                         promoted_within_band=None if small else WITHIN_BAND[lv],
                          q3_months=None if small or m is None else m * 1.5,
                          band_min_months=BANDS[lv][0], band_max_months=BANDS[lv][1],
                          suppressed=small))  # fmt: skip
@@ -531,17 +536,23 @@ def test_ladder_figures_are_the_planted_levels(careers):
         row = next(v for name, v in rows.items() if name.startswith(f"{lv} "))
         band = BANDS[lv]
         assert row[0] == (f"{band[0]}–{band[1]}" if band[1] else f"{band[0]}+")
-        if lv in (4, 5):  # level 5 has 3 engineers; level 4 (12) is the complement
-            assert row[2:5] == ["<5", "<5", "<5"]
+        if lv == 5:  # 3 engineers: fewer than the minimum
+            assert row[3:6] == ["<5", "<5", "<5"]
+        elif lv == 4:  # 12 engineers, hidden only as the complement of level 5: not "<5"
+            assert row[3:6] == ["hidden", "hidden", "hidden"]
         else:
-            assert row[2:5] == [num(n), num(k), pct(k / n)]
+            assert row[3:6] == [num(n), num(k), pct(k / n)]
+        if lv < 5:
+            assert row[2] == pct(WITHIN_BAND[lv])
     assert rows["2 Operational"][1].startswith("14.0 (8.4–21.0)")
-    assert rows["5 Architect"][1] == "<5"  # 4 engineers in the time-in-level model
+    # no median, but the first quartile is reached: it is printed
+    assert rows["4 Expert"][1] == "not reached (a quarter by 30.0)"
+    assert rows["5 Architect"][1:3] == ["<5", "<5"]  # 4 engineers in the time-in-level model
     # the total is over every level (hidden ones included, two of them, so neither recovers)
     total = [text(c) for c in table_of(section, "careers-ladder").total]
     n_all = sum(y[0][0] for y in LEVEL_YEARS.values())
     k_all = sum(y[0][1] for y in LEVEL_YEARS.values())
-    assert total[3:6] == [num(n_all), num(k_all), pct(k_all / n_all)]
+    assert total[4:7] == [num(n_all), num(k_all), pct(k_all / n_all)]
     assert f"{k_all} promotions in the calendar year (2025)" in text(section.lead)
     # level 2 is planted slower than its band (14 months against 6-12)
     assert "longer than the ladder's band at level 2 (median 14.0 months" in text(section.lead)
@@ -571,6 +582,24 @@ def test_pay_prints_aggregates_of_the_published_mart_only(careers):
     assert dollars <= bands
 
 
+def test_pay_below_the_band_by_role_family_of_the_published_levels(careers):
+    section, _ = careers
+    rows = rows_of(section, "careers-pay-family")
+    # recomputed from the planted groups: a level hidden (3 people) or withheld (4 with pay)
+    # is left out of its family's share
+    expected = {}
+    for fam in ("operations", "network"):
+        seen = [(w, b) for (lv, f), (n, w, b, _, _) in PAY.items()
+                if f == fam and n >= THR and w >= THR]  # fmt: skip
+        k = sum(w for w, _ in seen)
+        levels = sum(1 for (_, f) in PAY if f == fam)
+        expected[fam.capitalize()] = [num(k), pct(sum(w * b for w, b in seen) / k),
+                                      f"{levels - len(seen)} of {levels}"]  # fmt: skip
+    assert rows == expected
+    # the largest share below the band first
+    assert list(rows) == ["Network", "Operations"]
+
+
 @pytest.mark.parametrize("status", ["shown", "not_shown", "not_estimable"])
 def test_the_promotion_effect_follows_its_status(status):
     section, _ = careers_section(marts(promotion_effect=promotion_mart(status)), Q, THR)
@@ -595,12 +624,52 @@ def test_a_year_the_data_hold_only_in_part_is_labelled_to_date():
     assert "Promotions, 2026 to date" in table_of(section, "careers-ladder").columns
 
 
+# the 12 months to the report's quarter end (2025-10-01 .. 2026-09-30) and to the quarter
+# before: level -> (engineers, promotions)
+TRAILING = {Q.end: {1: (30, 9), 2: (25, 6), 3: (40, 8), 4: (35, 3), 5: (15, 0)},
+            date(2026, 6, 30): {1: (28, 2), 2: (24, 2), 3: (41, 2), 4: (33, 2), 5: (14, 0)}}  # fmt: skip
+
+
+def trailing_mart() -> pd.DataFrame:
+    return pd.DataFrame(
+        [dict(skill_level=lv, window_end=end, engineers=n, promotions=k,
+              promotion_rate=k / n, share_outside_band=0.05 * lv, suppressed=False,
+              published_suppressed=False)
+         for end, levels in TRAILING.items() for lv, (n, k) in levels.items()]
+    )  # fmt: skip
+
+
+def test_the_ladder_reads_the_12_months_to_the_quarter_end_rather_than_a_calendar_year():
+    section, facts = careers_section(marts(level_progression_12m=trailing_mart()), Q, THR)
+    assert facts.trailing
+    ladder = table_of(section, "careers-ladder")
+    assert "Promotions, 12 months to Sep 2026" in ladder.columns
+    rows = rows_of(section, "careers-ladder")
+    for lv, (n, k) in TRAILING[Q.end].items():
+        row = next(v for name, v in rows.items() if name.startswith(f"{lv} "))
+        assert row[3:6] == [num(n), num(k), pct(k / n)]
+    k_all = sum(k for _, k in TRAILING[Q.end].values())
+    assert f"{k_all} promotions in the 12 months to Sep 2026 across the 5 levels" in text(
+        section.lead
+    )
+    # a level nobody held in the window reads as none, not as a hidden group
+    no_one = trailing_mart()
+    no_one = no_one[(no_one["skill_level"] != 1) | (no_one["window_end"] != Q.end)]
+    section, _ = careers_section(marts(level_progression_12m=no_one), Q, THR)
+    assert rows_of(section, "careers-ladder")["1 Foundation"][3:6] == ["0", "0", "–"]
+    # a quarter the trailing mart does not reach falls back to the calendar year
+    earlier = trailing_mart()
+    earlier = earlier[earlier["window_end"] != Q.end]
+    _, old = careers_section(marts(level_progression_12m=earlier), Q, THR)
+    assert not old.trailing and old.year == 2025
+
+
 def test_missing_career_marts_read_as_not_available():
     section, facts = careers_section(Marts(tables={}, source=Path("x")), Q, THR)
     assert not section.available and facts is None
     section, _ = careers_section(marts(salary_bands=None, level_progression=None), Q, THR)
     assert section.available
-    assert rows_of(section, "careers-ladder")["1 Foundation"][2] == "not available"
+    assert rows_of(section, "careers-ladder")["1 Foundation"][3] == "not available"
     assert "level_progression, salary_bands" in text(section.notes[-1])
 
 
@@ -682,3 +751,51 @@ def test_the_whole_report_prints_within_twelve_pages_at_any_company_size(tmp_pat
     result = render_report(db, QUARTER, tmp_path / "out")
     assert result["sections"]["programmes"] and result["sections"]["careers"]
     assert result["pages"] <= 12
+
+
+def test_programmes_without_a_certification_track_are_counted_from_the_spend():
+    # apprenticeship and internal courses name no certification: no episode is theirs, but the
+    # investment counts their people and costs, so the section must not drop them
+    tracked = [e for e in planted_episodes() if e.programme not in ("apprenticeship", "internal")]
+    spend = pd.DataFrame(
+        [dict(quarter=date(2026, 4, 1), spend_category="apprenticeship", participants=6,
+              enrolments=6, completions=4, spend_usd=0.0, training_hours=300.0),
+         dict(quarter=date(2026, 7, 1), spend_category="apprenticeship", participants=5,
+              enrolments=5, completions=1, spend_usd=0.0, training_hours=120.0),
+         dict(quarter=date(2026, 7, 1), spend_category="internal", participants=3,
+              enrolments=3, completions=3, spend_usd=0.0, training_hours=24.0),
+         dict(quarter=date(2026, 7, 1), spend_category="online", participants=40,
+              enrolments=44, completions=30, spend_usd=9000.0, training_hours=800.0)]
+    )  # fmt: skip
+    tables = {
+        name: df[~df["programme_type"].isin(["apprenticeship", "internal"])]
+        if "programme_type" in df else df
+        for name, df in planted_tables(tracked).items()
+    }  # fmt: skip
+    tables["training_spend"] = spend
+    section, _ = programmes_section(Marts(tables=tables, source=Path("p.duckdb")), THR)
+    rows = rows_of(section, "programmes-untracked")
+    assert rows == {"Apprenticeship": ["11", "5", "$0", "420"], "Internal": ["<5"] * 4}
+    assert "Apprenticeship and Internal courses carry no certification track" in text(section.lead)
+    assert "Apprenticeship" not in rows_of(section, "programmes")
+
+
+def test_each_programmes_time_to_the_next_level_is_printed_from_its_mart():
+    nl = pd.DataFrame(
+        [dict(programme_type="online", episodes=40, engineers=35, promotions=12,
+              median_months=None, q1_months=14.0, promoted_within_12m_share=0.21,
+              suppressed=False),
+         dict(programme_type="bootcamp", episodes=9, engineers=8, promotions=5,
+              median_months=11.0, q1_months=6.0, promoted_within_12m_share=0.55,
+              suppressed=False),
+         dict(programme_type="internal", episodes=None, engineers=None, promotions=None,
+              median_months=None, q1_months=None, promoted_within_12m_share=None,
+              suppressed=True)]
+    )  # fmt: skip
+    section, _ = careers_section(marts(programme_next_level=nl), Q, THR)
+    rows = rows_of(section, "careers-next-level")
+    assert rows == {
+        "Online": ["35", "12", "not reached (a quarter by 14.0)", "21 %"],
+        "Bootcamp": ["8", "5", "11.0", "55 %"],
+        "Internal": ["<5"] * 4,
+    }

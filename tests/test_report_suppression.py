@@ -190,3 +190,15 @@ def test_cells_hidden_in_the_published_marts_stay_hidden_with_their_complement()
     assert hidden(suppression_mask({"a": 3, "b": 9, "c": 7}, also_hidden={"b"})) == {"a", "b"}
     # one cell hidden only by the marts still gets a complement in the report's line
     assert hidden(suppression_mask({"a": 30, "b": 9, "c": 7}, also_hidden={"b"})) == {"b", "c"}
+
+
+def test_a_cell_hidden_only_to_protect_another_says_hidden_not_fewer_than_five():
+    from pipelines.lib.report.suppression import hidden_label, shown
+
+    sizes = {"a": 3, "b": 26, "c": 40}
+    mask = suppression_mask(sizes, 5)
+    assert mask == {"a": True, "b": True, "c": False}  # b is a's complement
+    labels = {k: shown(v, mask[k], 5, size=v) for k, v in sizes.items()}
+    assert labels == {"a": "<5", "b": "hidden", "c": "40"}
+    # an unknown size fails closed
+    assert hidden_label(None, 5) == "<5"

@@ -115,7 +115,7 @@ def python_marts() -> list[tuple[str, str, dict[str, str]]]:
 
     return (
         [
-            ("certification_effect", result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+            ("certification_effect", result.EFFECT_TABLE, result.CERTIFICATION_EFFECT_DESCRIPTIONS),
             (
                 "certification_event_study",
                 result.EVENT_STUDY_TABLE,

@@ -41,6 +41,7 @@ MART_KEYS = {
     for name in (
         "time_to_certify",
         "programme_comparison",
+        "programme_next_level",
         "time_in_level",
         "promotion_effect",
     )
@@ -55,6 +56,7 @@ DEPS = {
     "programme_comparison": INPUT_KEYS,
     "time_in_level": [MONTHS_KEY],
     "promotion_effect": [MONTHS_KEY],
+    "programme_next_level": [EPISODES_KEY, MONTHS_KEY],
 }
 DESCRIPTIONS = {
     "time_to_certify": "Kaplan-Meier time from first enrolment to certification by programme, "
@@ -64,6 +66,8 @@ DESCRIPTIONS = {
     "MTTR ratios of the engineers it certified; naive figures beside.",
     "time_in_level": "Kaplan-Meier months at each skill level until promotion, against the "
     "ladder's time bands.",
+    "programme_next_level": "Kaplan-Meier months from a programme episode's first enrolment to "
+    "the next skill level, per programme type.",
     "promotion_effect": "Cox hazard ratio of promotion while certified vs not, at equal tenure "
     "and level, with the naive ever-vs-never figure beside.",
 }

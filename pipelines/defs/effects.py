@@ -207,7 +207,7 @@ def _estimate(s, panels):
             "certification_effect",
             effects,
             s.min_group_size,
-            (result.EFFECT_TABLE, result.EFFECT_DESCRIPTIONS),
+            (result.EFFECT_TABLE, result.CERTIFICATION_EFFECT_DESCRIPTIONS),
         )
         write_table(
             con,

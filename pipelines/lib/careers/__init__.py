@@ -28,6 +28,7 @@ import pandas as pd
 from pipelines.lib.careers import careers as _careers
 from pipelines.lib.careers import costs as _costs
 from pipelines.lib.careers import programmes as _programmes
+from pipelines.lib.careers.next_level import time_to_next_level
 from pipelines.lib.careers.result import (
     COMPARISON_COLUMNS,
     COMPARISON_METRICS,
@@ -65,6 +66,7 @@ __all__ = [
 
 MARTS = (
     "time_to_certify",
+    "programme_next_level",
     "programme_comparison",
     "programme_costs",
     "time_in_level",
@@ -128,8 +130,10 @@ def _programme_frames(ep, m, inc, left_out: int, min_group_size: int) -> dict[st
     with single_threaded_blas():
         ttc = _programmes.time_to_certify(ep, min_group_size)
         rows = _programmes.programme_comparison(ep, m, inc, left_out, min_group_size)
+        next_level = time_to_next_level(ep, m, min_group_size)
     return {
         "time_to_certify": ttc,
+        "programme_next_level": next_level,
         "programme_comparison": comparison_frame(rows, min_group_size),
     }
 

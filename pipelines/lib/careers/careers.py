@@ -38,6 +38,7 @@ TIME_IN_LEVEL_COLUMNS = (
     "median_months",
     "q1_months",
     "q3_months",
+    "promoted_within_band",
     "band_min_months",
     "band_max_months",
     "suppressed",
@@ -95,7 +96,12 @@ def level_spells(m: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return spells[seen].reset_index(drop=True), int((~seen).sum())
 
 
-def _quantiles(months: np.ndarray, event: np.ndarray) -> dict[str, float]:
+def level_quantiles(
+    months: np.ndarray, event: np.ndarray, band: tuple[float, float] = (math.nan, math.nan)
+) -> dict[str, float]:
+    """Kaplan-Meier quartiles of months in level (NaN where not reached), and the share promoted
+    within the level's band: S(band_min) - S(band_max), the estimated share whose promotion
+    falls between the band's ends (NaN when the band is open-ended or outlasts follow-up)."""
     from lifelines import KaplanMeierFitter
     from lifelines.utils import qth_survival_times
 
@@ -105,10 +111,16 @@ def _quantiles(months: np.ndarray, event: np.ndarray) -> dict[str, float]:
     def reached(x):
         return float(x) if np.isfinite(x) else math.nan
 
+    lo, hi = band
+    within = math.nan
+    if np.isfinite(hi) and len(months) and hi <= float(np.max(months)):
+        s = kmf.survival_function_at_times([0.0 if not np.isfinite(lo) else lo, hi]).to_numpy()
+        within = float(s[0] - s[1])
     return {
         "median_months": reached(kmf.median_survival_time_),
         "q1_months": reached(qth_survival_times(0.75, kmf.survival_function_)),
         "q3_months": reached(qth_survival_times(0.25, kmf.survival_function_)),
+        "promoted_within_band": within,
     }
 
 
@@ -126,23 +138,33 @@ def time_in_level(m: pd.DataFrame, min_group_size: int) -> tuple[pd.DataFrame, i
             "median_months": math.nan,
             "q1_months": math.nan,
             "q3_months": math.nan,
+            "promoted_within_band": math.nan,
         }
-        if row["engineers"] >= min_group_size:
-            row |= _quantiles(s["months"].to_numpy(), s["promoted"].to_numpy())
         band = bands.loc[level] if level in bands.index else None
         row["band_min_months"] = band["experience_min_months"] if band is not None else math.nan
         row["band_max_months"] = band["experience_max_months"] if band is not None else math.nan
+        if row["engineers"] >= min_group_size:
+            ends = (float(row["band_min_months"]), float(row["band_max_months"]))
+            row |= level_quantiles(s["months"].to_numpy(), s["promoted"].to_numpy(), ends)
         rows.append(row)
     df = pd.DataFrame(rows, columns=list(TIME_IN_LEVEL_COLUMNS[:-2]))
     for c in ("median_months", "q1_months", "q3_months", "band_min_months", "band_max_months"):
         df[c] = df[c].astype("float64")
+    df["promoted_within_band"] = df["promoted_within_band"].astype("float64")
     for c in ("engineers", "spells", "promotions"):
         df[c] = df[c].astype("int64")
     out = suppress(
         df,
         "engineers",
         min_group_size,
-        measures=["spells", "promotions", "median_months", "q1_months", "q3_months"],
+        measures=[
+            "spells",
+            "promotions",
+            "median_months",
+            "q1_months",
+            "q3_months",
+            "promoted_within_band",
+        ],
     )
     return out[list(TIME_IN_LEVEL_COLUMNS)].reset_index(drop=True), unseen
 

@@ -360,6 +360,9 @@ TIME_IN_LEVEL_DESCRIPTIONS = {
     "fewer than half were promoted within follow-up",
     "q1_months": "months by which a quarter had been promoted; NULL when not reached",
     "q3_months": "months by which three quarters had been promoted; NULL when not reached",
+    "promoted_within_band": "Kaplan-Meier share of spells promoted between the band's low and "
+    "high end (S(band_min) - S(band_max)); NULL when the band is open-ended, the band outlasts "
+    "the longest spell followed, or the group is small",
     "band_min_months": "the ladder's experience_min_months of the level (seed skill_levels)",
     "band_max_months": "the ladder's experience_max_months of the level (NULL: open-ended)",
     "suppressed": "true when the row's figures are hidden (small group)",
@@ -385,8 +388,31 @@ PROMOTION_DESCRIPTIONS = {
     "pretrend_rejected": "not used (false)",
 }
 
+NEXT_LEVEL_TABLE = (
+    "Each programme's time to the next level: Kaplan-Meier months from an episode's first "
+    "enrolment to the first month at a higher skill level than the one held that month (the "
+    "last month the engineer is seen censors); episodes starting at the top level or in a "
+    "month the panel does not hold are left out. Who is sent to which programme differs by "
+    "level and tenure: a description, not an effect. Grain: one row per programme_type. "
+    "Method: docs/statistics.md."
+)
+NEXT_LEVEL_DESCRIPTIONS = {
+    "programme_type": "online, bootcamp, vendor_partnership, apprenticeship, internal",
+    "episodes": "episodes in the estimate (one per engineer and certification track)",
+    "engineers": "distinct engineers of those episodes; NULL when 1 to min_group_size - 1",
+    "promotions": "episodes followed by a move to a higher level",
+    "median_months": "Kaplan-Meier median months to the next level; NULL when fewer than "
+    "half moved up within follow-up",
+    "q1_months": "months by which a quarter had moved up; NULL when not reached",
+    "promoted_within_12m_share": "Kaplan-Meier share that moved up within 12 months; NULL "
+    "when nobody was followed that long",
+    "suppressed": "true when the row's figures are hidden (small group)",
+    "suppression_reason": "why the row is hidden",
+}
+
 MART_DESCRIPTIONS = {
     "time_to_certify": (TIME_TO_CERTIFY_TABLE, TIME_TO_CERTIFY_DESCRIPTIONS),
+    "programme_next_level": (NEXT_LEVEL_TABLE, NEXT_LEVEL_DESCRIPTIONS),
     "programme_comparison": (COMPARISON_TABLE, COMPARISON_DESCRIPTIONS),
     "programme_costs": (COSTS_TABLE, COSTS_DESCRIPTIONS),
     "time_in_level": (TIME_IN_LEVEL_TABLE, TIME_IN_LEVEL_DESCRIPTIONS),

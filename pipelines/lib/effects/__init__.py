@@ -50,6 +50,7 @@ from pipelines.lib.effects.incidents import (
 )
 from pipelines.lib.effects.incidents import event_study as _event_study
 from pipelines.lib.effects.mttr import mttr_ratio
+from pipelines.lib.effects.power import CLAIMED_RATIOS, add_power
 from pipelines.lib.effects.prepare import (
     ENGINEER_MONTHS,
     INCIDENT_RESPONSES,
@@ -112,13 +113,20 @@ def prepare(engineer_months, incident_responses) -> Panels:
 
 
 def analyse(
-    engineer_months, incident_responses, min_group_size: int = 5
+    engineer_months,
+    incident_responses,
+    min_group_size: int = 5,
+    claimed: dict[str, float] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both marts at once: (``certification_effect``, ``certification_event_study``)."""
-    return analyse_prepared(prepare(engineer_months, incident_responses), min_group_size)
+    """Both marts at once: (``certification_effect``, ``certification_event_study``).
+    ``claimed``: metric -> the ratio the power columns say how much more data would detect
+    (default `power.CLAIMED_RATIOS`, the business case's)."""
+    return analyse_prepared(prepare(engineer_months, incident_responses), min_group_size, claimed)
 
 
-def analyse_prepared(panels: Panels, min_group_size: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+def analyse_prepared(
+    panels: Panels, min_group_size: int = 5, claimed: dict[str, float] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`analyse` of panels already prepared (`prepare`)."""
     m, inc, left_out = panels
     with single_threaded_blas():
@@ -129,7 +137,10 @@ def analyse_prepared(panels: Panels, min_group_size: int = 5) -> tuple[pd.DataFr
             mttr_ratio(inc, left_out, min_group_size),
             attrition_hazard_ratio(m, min_group_size),
         ]
-    return effects_frame(effects), suppress_small_months(study, min_group_size)
+    frame = add_power(
+        effects_frame(effects), effects, m, inc, CLAIMED_RATIOS if claimed is None else claimed
+    )
+    return frame, suppress_small_months(study, min_group_size)
 
 
 def estimate_effects(engineer_months, incident_responses, min_group_size: int = 5) -> pd.DataFrame:

@@ -165,6 +165,12 @@ def restricted_effects(frame: pd.DataFrame, min_group_size: int) -> pd.DataFrame
     naive one of a row that is not estimable too; counts of 1..min_group_size-1 NULL as in
     the published mart, so that no reader of either prints them."""
     out = frame.copy()
+    if "engineer_months" in out.columns:  # certification_effect: its exposure goes with them
+        n = pd.to_numeric(out["n_engineers"], errors="coerce")
+        few = ((n >= 1) & (n < min_group_size)).fillna(False).to_numpy(dtype=bool)
+        for c in ("engineer_months", "more_engineer_months_needed"):
+            out[c] = out[c].astype("float64")
+            out.loc[few, c] = float("nan")
     for c in COUNT_COLUMNS:
         if c in out.columns:
             n = pd.to_numeric(out[c], errors="coerce").astype("Int64")
@@ -257,6 +263,21 @@ EFFECT_DESCRIPTIONS = {
     "caveats": "threats to the estimate and warnings of the fit",
     "window_start": "first month the estimate covers",
     "window_end": "last month the estimate covers",
+}
+# certification_effect alone: what the data could have detected (pipelines/lib/effects/power.py)
+CERTIFICATION_EFFECT_DESCRIPTIONS = {
+    **EFFECT_DESCRIPTIONS,
+    "mde_ratio": "minimum detectable effect: the smallest reduction (a ratio below 1) a "
+    "two-sided 5 % test finds with 80 % power, 1 - 2.80 standard errors on the log scale (the "
+    "estimate's own where it has an interval, else Schoenfeld's approximation from the events "
+    "and the certified share of engineer-months, a lower bound)",
+    "claimed_ratio": "the ratio the project's business case assumes (base value of the metric "
+    "in sources/scenarios/assumptions.yaml)",
+    "engineer_months": "complete engineer-months in the panel the estimate is drawn from; NULL "
+    "when n_engineers is",
+    "more_engineer_months_needed": "engineer-months beyond engineer_months, at the same mix, "
+    "that would detect claimed_ratio with 80 % power (0: the data already would); NULL when it "
+    "cannot be said",
 }
 EVENT_STUDY_TABLE = (
     "Incident rate ratio by month relative to the first certification (-12..+12), against "

@@ -309,34 +309,71 @@ def swing_chart(
     show: Callable[[float], str] = roi_pct,
 ) -> str:
     """Each row's result at the low and at the high end of its range, as a bar around the base
-    result, widest on top, with break-even (0) drawn so the verdict at each end reads directly."""
+    result, widest on top, with break-even (0) drawn so the verdict at each end reads directly.
+
+    Each row's two figures sit outside everything the row draws (its bar, the base line and the
+    break-even line), on a white ground, so no line runs through a figure and the two never
+    meet; the axis leaves room for the widest of them. "break-even" is written on the side of
+    its line away from the base line, so the base line cannot cross it."""
     rows = sorted(rows, key=lambda r: abs(r[2] - r[1]))
+    ground = dict(facecolor="white", edgecolor="none", pad=0.6)
     with plt.rc_context(_RC):
         fig, ax = _figure(0.27 * max(3, len(rows)) + 1.2)
+        left, right = [], []
         for y, (_, low, high) in enumerate(rows):
             ax.barh(y, low - base, left=base, color=OKABE_ITO["sky"], hatch="//",
                     edgecolor="white", height=0.6, label=low_label if y == 0 else None)  # fmt: skip
             ax.barh(y, high - base, left=base, color=OKABE_ITO["blue"], height=0.6,
                     label=high_label if y == 0 else None)  # fmt: skip
-            ax.text(min(low, high), y, show(min(low, high)) + " ", ha="right", va="center",
-                    fontsize=LABEL_PT)  # fmt: skip
-            ax.text(max(low, high), y, " " + show(max(low, high)), ha="left", va="center",
-                    fontsize=LABEL_PT)  # fmt: skip
+            left.append([min(low, high, base), show(min(low, high))])
+            right.append([max(low, high, base), show(max(low, high))])
         ax.set_yticks(range(len(rows)), [r[0] for r in rows])
         ax.axvline(base, color="black", linewidth=1)
         ax.axvline(0, color=OKABE_ITO["grey"], linewidth=1, linestyle="--")
-        lo = min([r[1] for r in rows] + [r[2] for r in rows] + [base, 0])
-        hi = max([r[1] for r in rows] + [r[2] for r in rows] + [base, 0])
-        pad = (hi - lo) * 0.22 or 1
-        ax.set_xlim(lo - pad, hi + pad)
+        ax_pt = _axes_width_pt(ax, fig)
+        lo, hi = _swing_limits(ax_pt, left, right)
+        # a figure the break-even line would cross starts on the line's far side
+        for side, sign in ((left, -1), (right, 1)):
+            for item in side:
+                reach = item[0] + sign * _label_share(item[1], ax_pt) * (hi - lo)
+                if min(item[0], reach) < 0 < max(item[0], reach):
+                    item[0] = 0.0
+        ax.set_xlim(*_swing_limits(ax_pt, left, right))
+        for y, ((xl, tl), (xr, tr)) in enumerate(zip(left, right, strict=True)):
+            ax.annotate(tl, (xl, y), xytext=(-3, 0), textcoords="offset points", ha="right",
+                        va="center", fontsize=LABEL_PT, bbox=ground)  # fmt: skip
+            ax.annotate(tr, (xr, y), xytext=(3, 0), textcoords="offset points", ha="left",
+                        va="center", fontsize=LABEL_PT, bbox=ground)  # fmt: skip
         ax.set_ylim(-0.7, len(rows) - 0.3 + 0.9)
-        ax.text(0, len(rows) - 0.1, "break-even ", color=OKABE_ITO["grey"], fontsize=LABEL_PT,
-                va="bottom", ha="right")  # fmt: skip
+        ax.annotate("break-even", (0, len(rows) - 0.1), xytext=(-3 if base >= 0 else 3, 0),
+                    textcoords="offset points", color=OKABE_ITO["grey"], fontsize=LABEL_PT,
+                    va="bottom", ha="right" if base >= 0 else "left", bbox=ground)  # fmt: skip
         ax.xaxis.set_major_locator(MaxNLocator(6))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: show(v)))
         ax.grid(axis="y", visible=False)
         _finish(fig, ax, f"{title}; at the estimates {show(base)}")
         return _svg(fig, name, alt)
+
+
+def _label_share(text: str, ax_pt: float) -> float:
+    """The share of the axes' width a figure takes, with its offset and white ground."""
+    return min(0.3, (len(text) + 3.5) * _CHAR_PT / ax_pt)
+
+
+def _swing_limits(ax_pt: float, left: list, right: list) -> tuple[float, float]:
+    """x limits that leave room, beyond each row's extent, for the figure written there: with
+    a label taking the share c of the axes' width, lo <= x - c (hi - lo) for every left label
+    and hi >= x + c (hi - lo) for every right one, solved by a few passes (each widens the
+    span, which widens what a label takes in data units). Break-even (0) stays in view."""
+    xs = [x for x, _ in left + right] + [0.0]
+    lo, hi = min(xs), max(xs)
+    span = (hi - lo) or 1.0
+    lo, hi = lo - 0.03 * span, hi + 0.03 * span
+    for _ in range(6):
+        width = hi - lo
+        lo = min(lo, *[x - _label_share(t, ax_pt) * width for x, t in left])
+        hi = max(hi, *[x + _label_share(t, ax_pt) * width for x, t in right])
+    return lo, hi
 
 
 @dataclass(frozen=True)
@@ -354,6 +391,31 @@ _STYLES = {
     "assumed": dict(color="#d9d9d9", hatch=".."),
 }
 _SHADES = ["#0072B2", "#56B4E9", "#003f63", "#7fb8dc"]
+# a second, third ... segment of the same kind gets the next pattern, so that no two legend
+# entries draw the same swatch
+_PATTERNS = ["", "..", "//", "xx", "\\\\", "oo", "++", "--"]
+
+
+def segment_styles(segments: Sequence[Segment]) -> dict[str, dict]:
+    """Label -> bar style: by kind (the strength of the evidence), measured segments in shades
+    of blue, and every further label of a kind in a new pattern, so each label has a swatch of
+    its own (one label in several rows keeps one style and one legend entry)."""
+    styles: dict[str, dict] = {}
+    seen: dict[str, int] = {}
+    for s in segments:
+        if s.label in styles or s.value <= 0:
+            continue
+        k = seen.get(s.style, 0)
+        seen[s.style] = k + 1
+        style = dict(_STYLES[s.style])
+        if s.style == "measured":
+            style["color"] = _SHADES[k % len(_SHADES)]
+            style["hatch"] = _PATTERNS[k // len(_SHADES) % len(_PATTERNS)]
+        elif k:
+            base = _STYLES[s.style]["hatch"]
+            style["hatch"] = [p for p in _PATTERNS if p != base][(k - 1) % (len(_PATTERNS) - 1)]
+        styles[s.label] = style
+    return styles
 
 
 def stacked_bars(
@@ -374,16 +436,16 @@ def stacked_bars(
         fig, ax = _figure(0.26 * len(rows) + 1.45)
         ys = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
         left = dict.fromkeys(rows, 0.0)
-        shade = itertools.cycle(_SHADES)
+        styles = segment_styles(segments)
+        named: set[str] = set()
         for s in segments:
             if s.value <= 0:
                 continue
             width = s.value if cap is None else max(0.0, min(s.value, cap - left[s.row]))
-            style = dict(_STYLES[s.style])
-            if s.style == "measured":
-                style["color"] = next(shade)
+            label = s.label if s.label not in named else "_nolegend_"
+            named.add(s.label)
             ax.barh(ys[s.row], width, left=left[s.row], height=0.62, edgecolor="white",
-                    label=s.label, **style)  # fmt: skip
+                    label=label, **styles[s.label])  # fmt: skip
             left[s.row] += s.value
         top = max([*left.values(), 1.0])
         xmax = min(top, cap) if cap else top

@@ -39,12 +39,14 @@ REPORT_TABLES = (
     # training programmes and careers (issue 27)
     "programme_outcomes",
     "level_progression",
+    "level_progression_12m",
     "salary_bands",
     "time_to_certify",
     "programme_comparison",
     "programme_costs",
     "time_in_level",
     "promotion_effect",
+    "programme_next_level",
     # operations: the marts of the Operations section, and the effects it shows and the ROI
     # prices efficiency and faster deployment from
     "cluster_utilisation",
@@ -78,6 +80,7 @@ GRAIN = {
     # the report sums these over tracks, cohorts and years and suppresses what it prints
     "programme_outcomes": ("programme_type", "certification_code", "cohort_quarter", "entry_level"),
     "level_progression": ("skill_level", "year"),
+    "level_progression_12m": ("skill_level", "window_end"),
     "cluster_utilisation": ("month", "cluster"),
     "change_outcomes": ("month", "certification_status"),
 }

@@ -34,6 +34,8 @@ LABELS: dict[str, str] = {
     "seats-short": "template seats empty in teams below their template",
     # careers: level_progression (one calendar year) and the promotion model
     "promotions-year": "promotions in the calendar year",
+    # careers: level_progression_12m (the 12 months to the quarter's end)
+    "promotions-12m": "promotions in the 12 months",
     "promotion-model-engineers": "engineers in the promotion model",
     "promotion-model-events": "promotions in the promotion model",
 }
@@ -48,6 +50,7 @@ SINGULAR: dict[str, str] = {
     "leavers-12m": "leaver in the 12 months",
     "expiring": "certification expiring in the next 90 days",
     "promotions-year": "promotion in the calendar year",
+    "promotions-12m": "promotion in the 12 months",
     "promotion-model-events": "promotion in the promotion model",
 }
 

@@ -1,7 +1,8 @@
 """Small-group suppression for every figure the report prints.
 
 A figure about fewer than `threshold` people is shown as `<threshold` (Culture Amp, Viva
-Insights and OMOP use 5). Hiding one cell is not enough when its row or column total is shown:
+Insights and OMOP use 5); a figure hidden only to protect such a group, about `threshold` people
+or more, is shown as `hidden` (`hidden_label`), never as `<threshold`. Hiding one cell is not enough when its row or column total is shown:
 the reader subtracts the visible cells from the total and recovers it. So whenever a set of
 cells that adds up to a shown total has exactly one hidden cell, the next-smallest visible cell
 is hidden too (complementary suppression), or the whole line when no such cell is left. Grids
@@ -18,7 +19,18 @@ from typing import TypeVar
 
 from pipelines.lib.small_groups import is_small, protect_lines
 
-__all__ = ["is_small", "mask_label", "shown", "suppression_grid", "suppression_mask"]
+__all__ = [
+    "HIDDEN",
+    "hidden_label",
+    "is_small",
+    "mask_label",
+    "shown",
+    "suppression_grid",
+    "suppression_mask",
+]
+# what a cell hidden only to protect another reads as: it holds the minimum group size or more,
+# so `<5` would state something false about it
+HIDDEN = "hidden"
 
 K = TypeVar("K", bound=Hashable)
 
@@ -72,10 +84,24 @@ def mask_label(threshold: int) -> str:
     return f"<{threshold}"
 
 
-def shown(value: object, hidden: bool, threshold: int, fmt: str = "{:,.0f}") -> str:
-    """Format a figure, or its suppression label when hidden; missing values read as an en dash."""
+def hidden_label(size: float | None, threshold: int) -> str:
+    """What a hidden cell about `size` people reads as: `<5` when the group itself is small (or
+    its size unknown: fail closed), `hidden` when it holds the minimum or more and is hidden only
+    so that a smaller one cannot be recovered from a total (complementary suppression)."""
+    return mask_label(threshold) if is_small(size, threshold) else HIDDEN
+
+
+def shown(
+    value: object,
+    hidden: bool,
+    threshold: int,
+    fmt: str = "{:,.0f}",
+    size: float | None = None,
+) -> str:
+    """Format a figure, or its suppression label when hidden (`hidden_label` of `size`, the
+    people of the cell's group; unknown reads as `<5`); missing values read as an en dash."""
     if hidden:
-        return mask_label(threshold)
+        return hidden_label(size, threshold)
     if value is None or (isinstance(value, float) and value != value):
         return "–"
     if isinstance(value, int | float):

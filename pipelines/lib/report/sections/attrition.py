@@ -15,7 +15,7 @@ from pipelines.lib.report.intervals import wilson_interval
 from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, shown, suppression_mask
 
 Rate = tuple[float, float, float]  # share, 95 % interval low, high
 
@@ -107,7 +107,8 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
         ts, th, tv = w.totals(seg_type, seg, year)
         rq, rt = wilson_interval(qs, qh), wilson_interval(ts, th)
         name = "All engineers" if seg_type == "all" else nice(seg)
-        t12 = mask_label(thr) if h else rate_ci(rt)
+        gone = hidden_label(qh, thr)  # the size the mask weighed: the quarter's average
+        t12 = gone if h else rate_ci(rt)
         if seg_type == "all":
             t12 = fig("attrition-12m", pct(rt[0], 1)) + f" ({rate_ci(rt).split('(')[1]}"
         elif not h:
@@ -116,12 +117,12 @@ def attrition_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Attr
         rows.append(
             [
                 name,
-                fig("average-headcount", num(qh)) if is_all else shown(qh, h, thr),
-                fig("leavers", num(qs)) if is_all else shown(qs, h, thr),
-                mask_label(thr) if h else rate_ci(rq),
-                fig("leavers-12m", num(ts)) if is_all else shown(ts, h, thr),
+                fig("average-headcount", num(qh)) if is_all else shown(qh, h, thr, size=qh),
+                fig("leavers", num(qs)) if is_all else shown(qs, h, thr, size=qh),
+                gone if h else rate_ci(rq),
+                fig("leavers-12m", num(ts)) if is_all else shown(ts, h, thr, size=qh),
                 t12,
-                shown(tv, h, thr),
+                shown(tv, h, thr, size=qh),
             ]
         )
         if not h and seg_type != "all":

@@ -4,9 +4,10 @@ followed by promotion, and pay against the bands in aggregate only.
 Sources (each optional: a missing mart makes its part say "not available"):
 
 - `time_in_level`: the Kaplan-Meier median months in each level until promotion (all years);
-- `level_progression` (the build file's restricted copy when at hand): engineers at each level,
-  promotions and the share of level stretches outside the band, in one calendar year: the last
-  complete one at the report's quarter, else the latest the data hold (labelled year to date);
+- `level_progression_12m` (the build file's restricted copy when at hand): engineers at each
+  level, promotions and the share of level stretches outside the band, in the 12 months to the
+  report's quarter end; without it (an older warehouse) `level_progression`, one calendar year:
+  the last complete one at the report's quarter, else the latest the data hold (year to date);
 - `promotion_effect`: the promotion hazard ratio of certified engineers, printed through
   `status_tag` (shown / not shown / not estimable);
 - `salary_bands`, always the PUBLISHED mart (pay rounded, withheld for small groups or groups
@@ -31,6 +32,8 @@ from pipelines.lib.report.fmt import (
     fig,
     interval,
     missing,
+    month_label,
+    nice,
     num,
     pct,
     ratio,
@@ -40,11 +43,24 @@ from pipelines.lib.report.labels import count
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effects, status_tag
-from pipelines.lib.report.sections.programmes import flag, unreadable, usable, value
-from pipelines.lib.report.suppression import is_small, mask_label, suppression_mask
+from pipelines.lib.report.sections.programmes import (
+    ORDER,
+    flag,
+    programme_name,
+    unreadable,
+    usable,
+    value,
+)
+from pipelines.lib.report.suppression import hidden_label, is_small, suppression_mask
 
 LEVELS_SEED = DBT_PROJECT_DIR / "seeds" / "skill_levels.csv"
-MARTS = ("time_in_level", "level_progression", "promotion_effect", "salary_bands")
+MARTS = (
+    "time_in_level",
+    "level_progression_12m",
+    "level_progression",
+    "promotion_effect",
+    "salary_bands",
+)
 METRIC = "promotion_hazard_ratio"
 
 
@@ -82,6 +98,7 @@ class Level:
     median: float | None = None
     q1: float | None = None
     q3: float | None = None
+    within_band: float | None = None  # Kaplan-Meier share promoted within the band
     time_hidden: bool = True
     time_engineers: float | None = None
     # the year's progression
@@ -96,6 +113,8 @@ class CareerFacts:
     levels: dict[int, Level] = field(default_factory=dict)
     year: int | None = None
     year_to_date: bool = False
+    trailing: bool = False  # the 12 months to the quarter's end (level_progression_12m)
+    quarter_end: date | None = None
     promotions: float | None = None  # all levels, the year
     engineers: float | None = None  # all levels, the year
     effect: Effect | None = None
@@ -111,6 +130,27 @@ def _time_in_level(df: pd.DataFrame, levels: dict[int, Level], thr: int) -> None
         if not lv.time_hidden:
             lv.median, lv.q1, lv.q3 = (value(r, c) for c in ("median_months", "q1_months",
                                                              "q3_months"))  # fmt: skip
+            lv.within_band = value(r, "promoted_within_band")
+
+
+def time_cell(lv: Level) -> Markup | str:
+    """The Kaplan-Meier quartiles of months in level, as far as they are reached: `18.0
+    (12.0–30.0)`; `not reached (a quarter by 25.0)` when fewer than half were promoted but a
+    quarter were; `not reached (under a quarter promoted)` when not even a quarter were."""
+    one = lambda v: num(v, 1)  # noqa: E731
+    if lv.time_engineers == 0:
+        return "no engineers"
+    if lv.median is None:
+        if lv.q1 is None:
+            return "not reached (under a quarter promoted)"
+        return sentence("not reached (a quarter by {q})", q=fig(f"level-q1-{lv.level}", one(lv.q1)))
+    q3 = one(lv.q3) if lv.q3 is not None else "not reached"
+    return sentence(
+        "{m} ({q1}–{q3})",
+        m=fig(f"level-median-{lv.level}", one(lv.median)),
+        q1=fig(f"level-q1-{lv.level}", one(lv.q1)) if lv.q1 is not None else DASH,
+        q3=q3,
+    )
 
 
 def report_year(years: set[int], q: Quarter) -> tuple[int | None, bool]:
@@ -126,13 +166,29 @@ def report_year(years: set[int], q: Quarter) -> tuple[int | None, bool]:
     return y, y == q.end.year and q.end.month != 12
 
 
+def trailing_progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> bool:
+    """The 12 months to the quarter's end (`level_progression_12m`); False when the mart holds
+    no window ending then."""
+    cur = df[pd.to_datetime(df["window_end"]).dt.date == q.end]
+    if cur.empty:
+        return False
+    f.trailing = True
+    _levels_of(cur, f, thr)
+    return True
+
+
 def _progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> None:
     df = df.copy()
     df["_year"] = df["year"].map(_year_of)
     f.year, f.year_to_date = report_year({y for y in df["_year"] if y is not None}, q)
     if f.year is None:
         return
-    cur = df[df["_year"] == f.year]
+    _levels_of(df[df["_year"] == f.year], f, thr)
+
+
+def _levels_of(cur: pd.DataFrame, f: CareerFacts, thr: int) -> None:
+    """Each level's engineers, promotions and share outside the band in one period, hidden
+    with their complement, and the totals of all levels."""
     sizes = {int(r["skill_level"]): value(r, "engineers") for r in cur.to_dict("records")}
     # promotions of all levels are printed as a total: complementary suppression
     mask = suppression_mask(
@@ -145,6 +201,9 @@ def _progression(df: pd.DataFrame, f: CareerFacts, q: Quarter, thr: int) -> None
         lv.hidden = mask[lv.level]
         lv.engineers, lv.promotions = value(r, "engineers"), value(r, "promotions")
         lv.outside = value(r, "share_outside_band")
+    for lv in f.levels.values():  # a level nobody held in the period: none, not hidden
+        if lv.level not in sizes:
+            lv.hidden, lv.engineers, lv.promotions, lv.outside = False, 0.0, 0.0, None
     if whole:
         f.promotions = float(pd.to_numeric(cur["promotions"], errors="coerce").fillna(0).sum())
         f.engineers = float(pd.to_numeric(cur["engineers"], errors="coerce").fillna(0).sum())
@@ -154,49 +213,57 @@ def flag_any(df: pd.DataFrame) -> bool:
     return "suppressed" in df.columns and bool(df["suppressed"].fillna(False).astype(bool).any())
 
 
+def period_label(f: CareerFacts) -> str:
+    """The period of the level figures: `12 months to Sep 2026`, `2025`, `2026 to date`."""
+    if f.trailing and f.quarter_end is not None:
+        return f"12 months to {month_label(f.quarter_end)}"
+    return f"{f.year}{' to date' if f.year_to_date else ''}" if f.year else ""
+
+
 def _ladder_table(f: CareerFacts, thr: int, have: set[str]) -> Table:
     rows = []
-    when = f"{f.year}{' to date' if f.year_to_date else ''}" if f.year else ""
+    when = period_label(f)
     for lv in sorted(f.levels.values(), key=lambda lv: lv.level):
         if "time_in_level" not in have:
             median: Markup | str = "not available"
+            within: str = "not available"
         elif lv.time_hidden:
-            median = mask_label(thr)
-        elif lv.median is None:
-            median = "not reached"
+            median = within = hidden_label(lv.time_engineers, thr)
         else:
-            median = sentence(
-                "{m} ({iq})",
-                m=fig(f"level-median-{lv.level}", num(lv.median, 1)),
-                iq=interval(lv.q1, lv.q3, lambda v: num(v, 1)),
-            )
+            median = time_cell(lv)
+            within = DASH if lv.within_band is None else pct(lv.within_band)
         h = lv.hidden
-        if "level_progression" not in have or f.year is None:
+        if not f.trailing and ("level_progression" not in have or f.year is None):
             year_cells: list = ["not available"] * 4
         else:
+            gone = hidden_label(lv.engineers, thr)
             year_cells = [
-                mask_label(thr) if h else num(lv.engineers),
-                mask_label(thr) if h else num(lv.promotions),
-                mask_label(thr) if h or not lv.engineers
+                gone if h else num(lv.engineers),
+                gone if h else num(lv.promotions),
+                gone
+                if h
+                else DASH
+                if not lv.engineers
                 else pct((lv.promotions or 0) / lv.engineers),
-                mask_label(thr) if h else pct(lv.outside),
-            ]  # fmt: skip
+                gone if h else pct(lv.outside),
+            ]
         rows.append([f"{lv.level} {lv.name}".strip(), _band(lv.band_min, lv.band_max),
-                     median, *year_cells])  # fmt: skip
+                     median, within, *year_cells])  # fmt: skip
     total = None
     if f.promotions is not None and f.engineers:
-        total = ["All levels", "", "", num(f.engineers),
-                 fig("promotions-year", num(f.promotions)),
+        total = ["All levels", "", "", "", num(f.engineers),
+                 fig("promotions-12m" if f.trailing else "promotions-year", num(f.promotions)),
                  pct(f.promotions / f.engineers), ""]  # fmt: skip
     return table(
         "Promotion velocity against the ladder's time bands",
         ["Level", "Band (months)", "Median months in level (quartiles)",
-         f"Engineers at the level, {when}", f"Promotions, {when}",
+         "Promoted within the band", f"Engineers at the level, {when}", f"Promotions, {when}",
          f"Promotion rate, {when}", f"Outside the band, {when}"],
         rows, total=total, key="careers-ladder",
         note="Band: how long the ladder expects a level to take (skill level seed). Median "
         "months in level until promotion, all years (Kaplan-Meier; \u201cnot reached\u201d: "
-        "fewer than half were promoted). Outside the band: level stretches promoted faster than "
+        "fewer than half were promoted; quartiles: a quarter, three quarters). Promoted within "
+        "the band: the Kaplan-Meier share promoted between the band's ends. Outside the band: level stretches promoted faster than "
         "the band's low end or held past its high end, of those whose start is known.",
     )  # fmt: skip
 
@@ -262,6 +329,42 @@ def _pay_by_level(rows: list[PayRow]) -> list[list]:
     return out
 
 
+def below_by_family(rows: list[PayRow], thr: int) -> list[tuple[str, float, float, int, int]]:
+    """Per role family: (family, engineers with pay, share below the band's low end, levels
+    withheld, levels), over the family's levels whose pay the published mart shows; families
+    with fewer than `thr` engineers with pay over those levels are left out (a share of a small
+    group)."""
+    out = []
+    for family in sorted({r.group for r in rows if r.group != "all"}):
+        mine = [r for r in rows if r.group == family]
+        seen = [r for r in mine if not r.withheld and r.with_pay and r.below is not None]
+        n = float(sum(r.with_pay for r in seen))  # type: ignore[misc]
+        if is_small(n, thr) or not n:
+            continue
+        below = sum(r.below * r.with_pay for r in seen) / n  # type: ignore[operator]
+        out.append((family, n, below, len(mine) - len(seen), len(mine)))
+    return sorted(out, key=lambda t: (-t[2], t[0]))
+
+
+def _family_table(rows: list[PayRow], thr: int, q: Quarter) -> Table | None:
+    fams = below_by_family(rows, thr)
+    if not fams:
+        return None
+    return table(
+        f"Pay below the band by role family, {q.label}",
+        ["Role family", "Engineers with pay", "Below the band's low end", "Levels withheld"],
+        [
+            [nice(f), num(n), fig(f"pay-below-band-{f}", pct(b)),
+             f"{w} of {k}" if w else "none"]
+            for f, n, b, w, k in fams
+        ],
+        key="careers-pay-family",
+        scope="full",  # on screen, collapsed; the printed report keeps its page budget
+        note=f"Role families with at least {thr} engineers with pay over the levels shown; a "
+        "withheld level is left out of its family's share.",
+    )  # fmt: skip
+
+
 def _k(v: float | None) -> str:
     """A band's end in thousands: $95k."""
     return DASH if v is None else f"${v / 1000:,.0f}k"
@@ -290,8 +393,8 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
         h, w = r.hidden, r.withheld
         full_rows.append(
             [f"{r.level} {names.get(r.level, '')}".strip(), r.group,
-             mask_label(thr) if h else num(r.headcount),
-             mask_label(thr) if h else ("withheld" if w else num(r.with_pay)),
+             hidden_label(r.headcount, thr) if h else num(r.headcount),
+             hidden_label(r.headcount, thr) if h else ("withheld" if w else num(r.with_pay)),
              "withheld" if w else pct(r.below), "withheld" if w else pct(r.above),
              "withheld" if w else ratio(r.compa)]
         )  # fmt: skip
@@ -333,6 +436,47 @@ def _pay_tables(rows: list[PayRow], names: dict[int, str], thr: int, q: Quarter)
             )
         )  # fmt: skip
     return out
+
+
+# --- each programme's time to the next level -------------------------------------------------
+
+
+def programme_order(code: object) -> tuple[int, str]:
+    return (ORDER.index(str(code)) if str(code) in ORDER else len(ORDER), str(code))
+
+
+def next_level_table(df: pd.DataFrame, thr: int) -> Table | None:
+    """Per programme: engineers, those who moved up, the Kaplan-Meier median months from the
+    first enrolment to the next level (the first quartile where the median is not reached) and
+    the share up within 12 months (`programme_next_level`)."""
+    rows = []
+    for r in sorted(df.to_dict("records"), key=lambda r: programme_order(r["programme_type"])):
+        code = str(r["programme_type"])
+        n = value(r, "engineers")
+        if flag(r, "suppressed") or is_small(n, thr):
+            rows.append([programme_name(code), hidden_label(n, thr), *[hidden_label(n, thr)] * 3])
+            continue
+        med, q1 = value(r, "median_months"), value(r, "q1_months")
+        if med is not None:
+            time: Markup | str = fig(f"next-level-median-{code}", num(med, 1))
+        elif q1 is not None:
+            time = sentence("not reached (a quarter by {q})", q=num(q1, 1))
+        else:
+            time = "not reached (under a quarter moved up)"
+        share = value(r, "promoted_within_12m_share")
+        rows.append([programme_name(code), num(n), num(value(r, "promotions")), time,
+                     DASH if share is None else pct(share)])  # fmt: skip
+    if not rows:
+        return None
+    return table(
+        "Time to the next level by programme",
+        ["Programme", "Engineers", "Moved up a level", "Median months to the next level",
+         "Moved up within 12 months"],
+        rows, key="careers-next-level",
+        note="Kaplan-Meier months from the first enrolment of a track to the next level. Who is "
+        "sent where differs by level and tenure: this describes participants, not a "
+        "programme's effect.",
+    )  # fmt: skip
 
 
 # --- certification and promotion ------------------------------------------------------------
@@ -433,8 +577,10 @@ def careers_section(
     til = usable(marts, "time_in_level")
     if til is not None:
         _time_in_level(til, f.levels, thr)
+    f.quarter_end = q.end
+    trailing = usable(marts, "level_progression_12m")
     lp = usable(marts, "level_progression")
-    if lp is not None:
+    if not (trailing is not None and trailing_progression(trailing, f, q, thr)) and lp is not None:
         _progression(lp, f, q, thr)
     for lv in f.levels.values():
         lv.name = names.get(lv.level, "")
@@ -447,23 +593,45 @@ def careers_section(
     pay = _pay_rows(sb, q, thr) if sb is not None else []
     if pay:
         tables += _pay_tables(pay, names, thr, q)
+        family = _family_table(pay, thr, q)
+        if family is not None:
+            tables.append(family)
     notes: list = []
+    nl = marts.get("programme_next_level")
+    nl_table = next_level_table(nl, thr) if nl is not None and not nl.empty else None
+    if nl_table is not None:
+        tables.append(nl_table)
     if f.effect is not None:
         tables.append(promotion_table(f.effect))
     bad = unreadable(marts, MARTS)
-    gone = [m for m in MARTS if m not in have and not any(b.startswith(m) for b in bad)] + bad
+    # one of the two progression marts is enough: the other is not missing
+    either = {"level_progression", "level_progression_12m"}
+    skip = either if have & either else set()
+    gone = [
+        m for m in MARTS
+        if m not in have and m not in skip and not any(b.startswith(m) for b in bad)
+    ] + bad  # fmt: skip
     if sb is not None and not pay:
         gone.append(f"salary_bands for {q.label}")
     if gone:
         notes.append(f"Not available: {', '.join(gone)}.")
-    order = ["careers-ladder", "careers-promotion", "careers-pay", "careers-pay-all"]
+    order = ["careers-ladder", "careers-next-level", "careers-promotion", "careers-pay",
+             "careers-pay-family",
+             "careers-pay-all"]  # fmt: skip
     section = Section(sid, title, True, _lead(f, thr), [], tables, notes, order=order)
     return section, f
 
 
 def _lead(f: CareerFacts, thr: int) -> Markup:
     text = Markup("")
-    if f.promotions is not None and f.year is not None:
+    if f.promotions is not None and f.trailing:
+        text += sentence(
+            "{n} to {when} across the {k} levels.",
+            n=count("promotions-12m", f.promotions),
+            k=len(f.levels),
+            when=month_label(f.quarter_end) if f.quarter_end else "the quarter's end",
+        )
+    elif f.promotions is not None and f.year is not None:
         text += sentence(
             "{n} {when} across the {k} levels.",
             n=count("promotions-year", f.promotions),

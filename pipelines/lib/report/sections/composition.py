@@ -29,7 +29,7 @@ from pipelines.lib.report.sections.base import (
     team_tables,
     unavailable,
 )
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, shown, suppression_mask
 
 LEVELS = {
     1: "1 Foundation",
@@ -156,12 +156,12 @@ def _plan_table(f: CompositionFacts, thr: int, when: str, hidden: set) -> Table:
         [
             nice(p.role),
             num(p.template),
-            shown(p.engineers, mask[p.role], thr),
+            shown(p.engineers, mask[p.role], thr, size=p.engineers),
             num(p.short),
             num(p.hires),
             usd(p.hire_cost) if p.hires else "–",
-            mask_label(thr) if mask[p.role] else num(p.to_train),
-            mask_label(thr) if mask[p.role] else usd(p.train_cost),
+            hidden_label(p.engineers, thr) if mask[p.role] else num(p.to_train),
+            hidden_label(p.engineers, thr) if mask[p.role] else usd(p.train_cost),
         ]
         for p in f.plans
     ]
@@ -217,8 +217,8 @@ def _teams(cur: pd.DataFrame, thr: int, when: str, hidden: set) -> tuple[str, li
                 num(r.gpus),
                 str(r.size_class),
                 num(r.template),
-                shown(r.headcount, h, thr),
-                mask_label(thr) if h else signed(r.headcount - r.template),
+                shown(r.headcount, h, thr, size=r.headcount),
+                hidden_label(r.headcount, thr) if h else signed(r.headcount - r.template),
             ]
         )
         data.append(
@@ -302,7 +302,7 @@ def _level_mix(
     total = float(cur.sum())
 
     def cell(lv: int, text: str) -> str:
-        return mask_label(thr) if mask[lv] else text
+        return hidden_label(float(cur.get(lv, 0)), thr) if mask[lv] else text
 
     return table(
         f"Level mix of engineers against the template, {month_label(q.last_month)}",

@@ -24,7 +24,7 @@ from pipelines.lib.report.sections.base import (
     team_tables,
     unavailable,
 )
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, shown, suppression_mask
 from pipelines.lib.roi.assumptions import Target
 
 
@@ -100,10 +100,9 @@ def _trend(allrows: pd.DataFrame, q: Quarter, target: Target | None) -> charts.C
     return charts.Chart("coverage-trend", svg)
 
 
-def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: Target | None, total: list) -> tuple:
-    teams = cov[(cov["segment_type"] == "team") & (cov["month"] == q.last_month)].sort_values(
-        "segment_value"
-    )
+def _team_rows(teams: pd.DataFrame, thr: int) -> tuple:
+    """Each team's printed cells, its appendix row, and its share and sizes for the chart (a
+    small team hidden with its complement)."""
     mask = suppression_mask(
         dict(zip(teams["segment_value"], teams["headcount"], strict=True)),
         thr,
@@ -116,10 +115,10 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: Target | None, total
         rows.append(
             [
                 name,
-                shown(r.headcount, h, thr),
-                shown(r.any_cert_headcount, h, thr),
-                shown(r.required_cert_compliant_headcount, h, thr),
-                mask_label(thr) if h else pct(s),
+                shown(r.headcount, h, thr, size=r.headcount),
+                shown(r.any_cert_headcount, h, thr, size=r.headcount),
+                shown(r.required_cert_compliant_headcount, h, thr, size=r.headcount),
+                hidden_label(r.headcount, thr) if h else pct(s),
             ]
         )
         data.append(
@@ -139,6 +138,14 @@ def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: Target | None, total
         names.append(name)
         share[name] = None if h or s is None else s
         size[name] = (float(r.required_cert_compliant_headcount), float(r.headcount))
+    return rows, names, share, size, data
+
+
+def _teams(cov: pd.DataFrame, q: Quarter, thr: int, target: Target | None, total: list) -> tuple:
+    teams = cov[(cov["segment_type"] == "team") & (cov["month"] == q.last_month)].sort_values(
+        "segment_value"
+    )
+    rows, names, share, size, data = _team_rows(teams, thr)
     goal = target.value if target else None
     # without a target, the lowest and the highest; with one, the furthest below and the closest
     far, near = extremes(names, lambda n: None if share[n] is None else (goal or 1.0) - share[n])

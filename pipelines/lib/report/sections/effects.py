@@ -154,6 +154,11 @@ class Effect:
     robustness_ci_low: float | None = None
     robustness_ci_high: float | None = None
     robustness_method: str = ""
+    # what the data could have found (certification_effect only; pipelines/lib/effects/power.py)
+    mde_ratio: float | None = None
+    claimed_ratio: float | None = None
+    engineer_months: float | None = None
+    more_engineer_months_needed: float | None = None
 
     @property
     def label(self) -> str:
@@ -183,6 +188,23 @@ class Effect:
         return "the interval includes no difference"
 
     @property
+    def pretrend_words(self) -> str:
+        """What the pre-trend test found, in words: its p-value and what it means."""
+        p = self.pretrend_p
+        if p is None or not math.isfinite(p):
+            return "pre-trend test"
+        if p < 0.001:
+            odds = "less than once in 1,000"
+        elif p < 0.01:
+            odds = f"about {round(p * 1000)} times in 1,000"
+        else:
+            odds = f"about {max(1, round(p * 100))} times in 100"
+        return (
+            f"pre-trend test {p_text(p)}: a difference this large in the months before "
+            f"certifying would arise by chance {odds} if the rates had not differed"
+        )
+
+    @property
     def no_effect(self) -> float:
         """The value that means no difference: 0 for a difference, 1 for a ratio."""
         return 0.0 if self.metric in DIFFERENCES else 1.0
@@ -202,12 +224,17 @@ class Effect:
         if self.pretrend_rejected:
             return (
                 "the rates of engineers who later certified already differed before they "
-                "certified, so the change cannot be read as an effect"
+                f"certified ({self.pretrend_words}), so the change cannot be read as an effect"
             )
         if self._excludes_one:
             mart = MART.get(self.metric, "marts.certification_effect")
             return f"the statistics ({mart}) do not count it as a finding"
         return "the 95 % interval includes no difference"
+
+
+def p_text(p: float) -> str:
+    """A p-value as printed: `p = 0.0039`, `p < 0.001`."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _val(row: pd.Series, col: str) -> object:
@@ -276,6 +303,10 @@ def read_effect(row: pd.Series) -> Effect:
         robustness_ci_low=_float(row, "robustness_ci_low"),
         robustness_ci_high=_float(row, "robustness_ci_high"),
         robustness_method=str(_val(row, "robustness_method") or ""),
+        mde_ratio=_float(row, "mde_ratio"),
+        claimed_ratio=_float(row, "claimed_ratio"),
+        engineer_months=_float(row, "engineer_months"),
+        more_engineer_months_needed=_float(row, "more_engineer_months_needed"),
     )
 
 
@@ -402,4 +433,38 @@ def effect_sentence(e: Effect) -> Markup:
             "; a plain comparison would say {naive}",
             naive=fig(f"naive-{e.metric}", effect_value(e, e.naive_estimate)),
         )
-    return text + "."
+    return text + "." + power_sentence(e)
+
+
+def power_sentence(e: Effect) -> Markup:
+    """What the data could have found, where the effect is not estimable or its interval
+    includes no effect: the minimum detectable effect at 80 % power, and the engineer-months
+    that would detect the size the business case assumes. Nothing where the effect is shown or
+    the pre-trend test is what holds it back (more data would not change that)."""
+    if e.mde_ratio is None or e.status == "shown" or e.pretrend_rejected:
+        return Markup("")
+    _, what, down, _ = EFFECT_TEXT.get(e.metric, ("", nice(e.metric).lower(), "lower", ""))
+    text = sentence(
+        " With these data the smallest change a test finds 4 times in 5 is {pct} % {down} "
+        "{what} (ratio {mde}, 80 % power, 5 % two-sided)",
+        pct=f"{(1 - e.mde_ratio) * 100:.0f}",
+        down=down,
+        what=what,
+        mde=fig(f"mde-{e.metric}", ratio(e.mde_ratio)),
+    )
+    claimed, more = e.claimed_ratio, e.more_engineer_months_needed
+    if claimed is None or more is None:
+        return text + "."
+    if more == 0:
+        return text + sentence(
+            "; the ratio the business case assumes, {c}, would have been found: the effect is "
+            "more likely smaller than assumed.",
+            c=fig(f"claimed-{e.metric}", ratio(claimed)),
+        )
+    return text + sentence(
+        "; the ratio the business case assumes, {c}, needs about {more} more engineer-months "
+        "at the present mix (the data hold {have}).",
+        c=fig(f"claimed-{e.metric}", ratio(claimed)),
+        more=fig(f"more-engineer-months-{e.metric}", f"{more:,.0f}"),
+        have=fig("effect-engineer-months", f"{e.engineer_months or 0:,.0f}"),
+    )

@@ -45,7 +45,13 @@ def expiring_section(marts: Marts, q: Quarter, thr: int) -> tuple[Section, Expir
     rows, names, n, size, data = [], [], {}, {}, []
     for r in teams.itertuples():
         name, h = str(r.segment_value), mask[r.segment_value]
-        rows.append([name, shown(r.headcount, h, thr), shown(r.expiring_next_90d, h, thr)])
+        rows.append(
+            [
+                name,
+                shown(r.headcount, h, thr, size=r.headcount),
+                shown(r.expiring_next_90d, h, thr, size=r.headcount),
+            ]
+        )
         data.append(
             [
                 name,

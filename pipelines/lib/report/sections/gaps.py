@@ -11,7 +11,7 @@ from pipelines.lib.report.fmt import fig, month_label, nice, num, pct, sentence
 from pipelines.lib.report.labels import count, label
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.sections.base import Section, table, unavailable
-from pipelines.lib.report.suppression import mask_label, shown, suppression_mask
+from pipelines.lib.report.suppression import hidden_label, shown, suppression_mask
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,15 @@ def gaps_section(
             [
                 nice(r.role_family),
                 r.codes or "–",
-                shown(r.headcount, h, thr),
-                shown(r.compliant, h, thr),
-                mask_label(thr) if h else fig(f"gap-{r.role_family}", num(missing)),
+                shown(r.headcount, h, thr, size=r.headcount),
+                shown(r.compliant, h, thr, size=r.headcount),
+                hidden_label(r.headcount, thr) if h else fig(f"gap-{r.role_family}", num(missing)),
             ]
         )
         names.append(nice(r.role_family))
         vals.append(None if h or share is None else share)
         labels.append(
-            f"{mask_label(thr)} (hidden)" if h else (pct(share) if share is not None else "none")
+            hidden_label(r.headcount, thr) if h else (pct(share) if share is not None else "none")
         )
     tot_h, tot_c = float(g["headcount"].sum()), float(g["compliant"].sum())
     facts = GapFacts(

@@ -24,6 +24,7 @@ from pipelines.lib.report.sections.effects import (
     Effect,
     effect_status,
     estimate_text,
+    p_text,
 )
 
 CAVEAT = (
@@ -49,10 +50,6 @@ PROGRAMMES_METHOD = (
 
 # sentences of the mart's caveats that restate a figure this appendix prints from its columns
 _RESTATES = re.compile(r"95 % CI|\bp = |Pre-trend check|Based on \d|With one indicator")
-
-
-def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _caveats(text: str, printed: set[str]) -> str:
@@ -88,11 +85,11 @@ def effect_paragraph(e: Effect, printed: set[str] | None = None) -> Markup:
         text += sentence(" Estimate {est}: {why}.", est=estimate_text(e, long=True), why=e.why)
     else:
         text += sentence(" Not estimable: {why}.", why=e.why)
-    if e.pretrend_p is not None:
+    if e.pretrend_p is not None and not (e.pretrend_rejected and e.estimable):  # else in `why`
         text += sentence(
             " Before certifying, the rates {did} (pre-trend test, {p}).",
             did="already differed" if e.pretrend_rejected else "did not differ",
-            p=_p(e.pretrend_p),
+            p=p_text(e.pretrend_p),
         )
     if e.naive_estimate is not None:
         how = e.naive_method.split(":", 1)[-1].split(";")[0].strip() if e.naive_method else ""
@@ -165,13 +162,18 @@ GLOSSARY = [
     ("Cost per certification", "course and exam fees, engineers' training hours and "
      "apprentices' senior time, ÷ certifications earned."),
     ("Compa-ratio", "pay ÷ the midpoint of the level's pay band; 1 = at the midpoint."),
-    ("<5 (hidden)", "a group of fewer than 5 engineers, or a second group hidden so that the "
-     "first cannot be recovered from a total."),
+    ("<5, hidden", "<5: a group of fewer than 5 engineers; hidden: a group of 5 or more hidden "
+     "only so that a smaller one cannot be recovered from a total."),
 ]  # fmt: skip
 
 
 def glossary(thr: int) -> list[tuple[str, str]]:
     return [
-        (term.replace("<5", f"<{thr}"), text.replace("fewer than 5", f"fewer than {thr}"))
+        (
+            term.replace("<5", f"<{thr}"),
+            text.replace("fewer than 5", f"fewer than {thr}").replace(
+                "5 or more", f"{thr} or more"
+            ),
+        )
         for term, text in GLOSSARY
     ]

@@ -46,9 +46,9 @@ from pipelines.lib.report.fmt import (
     sentence,
     usd,
 )
-from pipelines.lib.report.sections.base import Data, Section, table, unavailable
+from pipelines.lib.report.sections.base import Data, Section, Table, table, unavailable
 from pipelines.lib.report.sections.effects import Effect, read_effect, status_tag
-from pipelines.lib.report.suppression import is_small, mask_label
+from pipelines.lib.report.suppression import hidden_label, is_small, mask_label
 
 SEED = DBT_PROJECT_DIR / "seeds" / "training_programme_types.csv"
 # the order a reader expects: the reference path first, then by cost
@@ -72,6 +72,7 @@ REQUIRED = {
     "programme_comparison": ("programme_type", "metric", "estimate"),
     "time_in_level": ("skill_level", "median_months"),
     "level_progression": ("skill_level", "year", "engineers", "promotions"),
+    "level_progression_12m": ("skill_level", "window_end", "engineers", "promotions"),
     "salary_bands": ("skill_level", "quarter", "headcount"),
     "promotion_effect": ("metric", "estimate"),
 }
@@ -309,11 +310,13 @@ def seed_figures(path: Path = SEED) -> dict[str, str]:
 
 
 def _count(p: Programme, v: float | None, thr: int) -> str:
-    return mask_label(thr) if p.hidden else num(v)
+    return hidden_label(p.participants, thr) if p.hidden else num(v)
 
 
 def _rate(p: Programme, share: float | None, base: float | None, thr: int) -> str:
-    if p.hidden or (base is not None and is_small(base, thr)):
+    if p.hidden:
+        return hidden_label(p.participants, thr)
+    if base is not None and is_small(base, thr):
         return mask_label(thr)
     return pct(share) if share is not None else DASH
 
@@ -376,9 +379,10 @@ def _cost_table(f: ProgrammeFacts, thr: int, seed: dict[str, str]):
         if not p.costs and p.cost_hidden:
             continue
         h = p.cost_hidden
-        cells = [mask_label(thr) if h else usd(p.costs.get(c)) for c, _ in COST_PARTS]
+        gone = hidden_label(p.participants, thr)
+        cells = [gone if h else usd(p.costs.get(c)) for c, _ in COST_PARTS]
         per = p.cost_per_certification
-        per_text: Markup | str = mask_label(thr) if h else (
+        per_text: Markup | str = gone if h else (
             fig(f"programme-cost-per-cert-{p.code}", usd(per)) if per is not None
             else "none earned"
         )  # fmt: skip
@@ -575,6 +579,67 @@ def budget_paragraph(f: ProgrammeFacts) -> Markup | None:
     return text or None
 
 
+@dataclass
+class Untracked:
+    """A programme whose courses carry no certification track (apprenticeship and internal
+    courses, as a rule): it forms no preparation episode, so it is counted from the spend."""
+
+    code: str
+    enrolments: float
+    completions: float
+    spend: float
+    hours: float
+    most_people: float  # the largest quarter's participants: at least this many people
+    hidden: bool
+
+    @property
+    def name(self) -> str:
+        return programme_name(self.code)
+
+
+def untracked_programmes(marts: Marts, f: ProgrammeFacts, thr: int) -> list[Untracked]:
+    """Programme types of `training_spend` (its enrolments, all quarters) that no episode
+    belongs to: the ROI counts their participants and costs, so the section names them too. A
+    programme whose largest quarter had fewer than `thr` people is hidden (the count of people
+    over all quarters is not published, and may be that small)."""
+    spend = marts.get("training_spend")
+    if spend is None or spend.empty or "spend_category" not in spend.columns:
+        return []
+    out = []
+    for code, rows in spend.groupby("spend_category"):
+        if str(code) not in ORDER or str(code) in f.programmes:
+            continue
+
+        def total(col: str, rows=rows) -> float:
+            return float(pd.to_numeric(rows.get(col), errors="coerce").fillna(0).sum())
+
+        most = float(pd.to_numeric(rows.get("participants"), errors="coerce").max() or 0)
+        if not total("enrolments"):
+            continue
+        out.append(Untracked(str(code), total("enrolments"), total("completions"),
+                             total("spend_usd"), total("training_hours"), most,
+                             is_small(most, thr)))  # fmt: skip
+    return sorted(out, key=lambda u: ORDER.index(u.code))
+
+
+def _untracked_table(items: list[Untracked], thr: int) -> Table:
+    rows = [
+        [u.name] + ([hidden_label(u.most_people, thr)] * 4 if u.hidden else
+                    [num(u.enrolments), num(u.completions), usd(u.spend), num(u.hours)])
+        for u in items
+    ]  # fmt: skip
+    return table(
+        "Programmes without a certification track: enrolments and costs",
+        ["Programme", "Enrolments", "Completions", "Charged", "Training hours"],
+        rows,
+        key="programmes-untracked",
+        scope="full",  # on screen, collapsed; the printed report keeps its page budget
+        note="Their courses name no certification, so times to certify, pass rates and the "
+        "comparisons do not apply; the investment counts their people and costs. All quarters "
+        "(training_spend).",
+    )
+
+
 def programmes_section(
     marts: Marts, thr: int, seed_path: Path = SEED
 ) -> tuple[Section, ProgrammeFacts | None]:
@@ -593,6 +658,9 @@ def programmes_section(
         tables.append(_cost_table(f, thr, seed_figures(seed_path)))
     if f.comparisons:
         tables.append(_comparison_table(f))
+    untracked = untracked_programmes(marts, f, thr)
+    if untracked:
+        tables.insert(1, _untracked_table(untracked, thr))
     notes: list = []
     bad = unreadable(marts, MARTS)
     missing_marts = [
@@ -603,7 +671,14 @@ def programmes_section(
     budget = budget_paragraph(f)
     if budget:
         notes.append(budget)
-    return Section(sid, title, True, _lead(f, thr), [], tables, notes), f
+    lead = _lead(f, thr)
+    if untracked:
+        lead += sentence(
+            " {names} courses carry no certification track: their enrolments and costs are "
+            "counted apart.",
+            names=" and ".join(u.name for u in untracked),
+        )
+    return Section(sid, title, True, lead, [], tables, notes), f
 
 
 def _lead(f: ProgrammeFacts, thr: int) -> Markup:
