@@ -628,7 +628,7 @@ def test_docs_site_opens_on_the_overview_and_describes_the_python_marts(warehous
     effect = sources["certification_effect"]
     assert effect["description"] == result.EFFECT_TABLE
     assert {c: v["description"] for c, v in effect["columns"].items()} == (
-        result.EFFECT_DESCRIPTIONS
+        result.CERTIFICATION_EFFECT_DESCRIPTIONS
     )
     roi = sources["roi_by_period"]["columns"]
     assert {c: v["description"] for c, v in roi.items()} == COLUMN_COMMENTS["roi_by_period"]

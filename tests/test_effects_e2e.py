@@ -79,8 +79,9 @@ def test_every_published_effect_recovers_the_planted_ratio_and_the_naive_figure_
     effects = marts["certification_effect"].set_index("metric")
     assert set(effects.index) == {"incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio"}
     from pipelines.lib.effects import EFFECT_COLUMNS
+    from pipelines.lib.effects.power import POWER_COLUMNS
 
-    assert list(marts["certification_effect"].columns) == list(EFFECT_COLUMNS)
+    assert list(marts["certification_effect"].columns) == [*EFFECT_COLUMNS, *POWER_COLUMNS]
     for metric, row in effects.iterrows():
         # about 550 engineers, 180 voluntary exits: every metric is estimable; no pre-trend is
         # planted, so the test rejects at 5 % by chance only (seed 101: p = 0.03 for incidents,

@@ -122,3 +122,23 @@ def test_too_little_history_gives_an_empty_typed_backtest_and_says_why(build_fil
         "no backtest 4 quarters back",
         "no backtest 8 quarters back",
     ]
+
+
+def test_a_programme_measured_without_a_median_or_a_share_keeps_the_domain_s_figures():
+    """A programme whose participants give neither a median nor a 12-month share (NaN, as a
+    track nobody certified in yet gives) and no cost keeps the domain's time and cost: a NaN
+    taken for a measurement made the planner's costs NaN and the solver refuse the night."""
+    import math
+
+    from pipelines.lib.plan.rates import domain_rates
+
+    rates = domain_rates(["RHCE"])
+    key = next(k for k in rates.median_months if k[1] == "RHCE")
+    before_time, before_cost = rates.median_months[key], rates.cost_per_start[key]
+    wh.apply_time_rows([(*key, None, None, None, math.nan, 5)], rates, "w", "t")
+    wh.apply_cost_rows([(*key, math.nan, 5)], rates, "w", "t")
+    assert rates.median_months[key] is before_time and rates.cost_per_start[key] is before_cost
+    wh.apply_time_rows([(*key, None, None, None, 0.5, 5)], rates, "w", "t")
+    measured = rates.median_months[key]
+    # a Weibull through half certified by month 12 has its median at month 12
+    assert measured.value == pytest.approx(12.0) and "12-month share" in measured.source

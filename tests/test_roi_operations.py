@@ -371,6 +371,6 @@ def test_certifying_is_priced_from_one_to_every_certification_the_role_requires(
     # team a: 6 operations engineers lack their one certification, 1 architect up to three
     assert found["a"].missing == 7 and found["a"].missing_most == 6 * 1 + 1 * 3
     assert found["b"].missing == 0
-    action = Action("certify", "", "", 7 * 1000.0, 0.0, "", 9 * 1000.0)
+    action = Action("certify", "", "", 7 * 1000.0, 0.0, "", one_off_most=9 * 1000.0)
     assert _one_off(action) == "$7,000 to $9,000"
     assert _one_off(Action("certify", "", "", 7000.0, 0.0, "", 7000.0)) == "$7,000"

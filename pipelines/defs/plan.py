@@ -79,9 +79,11 @@ def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
         rates_frame,
     )
     from pipelines.lib.plan.fleet import PlanInputError, find_fleet_plan, read_fleet_plan
+    from pipelines.lib.plan.optimise import PlanInfeasible
     from pipelines.lib.roi.assumptions import RoiInputError, load_assumptions
 
     meta: dict = {}
+    run = None
     try:
         fleet = read_fleet_plan(find_fleet_plan(s.sources_dir))
     except PlanInputError as exc:
@@ -104,6 +106,13 @@ def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
                 )
         except (PlanInputError, RoiInputError) as exc:
             raise dg.Failure(str(exc)) from exc
+        except PlanInfeasible as exc:
+            # the company's data give no plan (a cost that is not a number): the plan is empty
+            # and says why; the night goes on
+            context.log.warning(f"no workforce plan: {exc}")
+            run = None
+            frames, meta["note"] = empty_frames(), f"no workforce plan: {exc}"
+    if run is not None:
         for note in run.plan.notes:
             context.log.warning(note)
         frames = (plan_frame(run, s.min_group_size), rates_frame(run.rates))

@@ -293,8 +293,18 @@ def backtest_frame(
 ) -> tuple[pd.DataFrame, list[str]]:
     """`marts.workforce_plan_backtest`, and a note for each backtest the data cannot give."""
     rows, notes = [], []
+    from pipelines.lib.plan.optimise import PlanInfeasible
+
     for back in ORIGINS:
-        got = run_backtest(con, back, assumptions, prices, min_group, **problem_kw)
+        try:
+            got = run_backtest(con, back, assumptions, prices, min_group, **problem_kw)
+        except PlanInfeasible as exc:
+            # what the company knew then could not give a plan: the backtest says so, and the
+            # night goes on (the plan of today is its own asset)
+            notes.append(
+                f"no backtest {back} quarters back: the planner found no plan then ({exc})"
+            )
+            continue
         if got is None:
             notes.append(
                 f"no backtest {back} quarters back: the HR data or the fleet's history do not "

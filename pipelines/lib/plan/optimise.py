@@ -96,6 +96,12 @@ def build_and_solve(problem: Problem, margin: np.ndarray, arrays: RateArrays):
     base_payroll = p.payroll[:1]
     cost_all = plan_cost(p, base_payroll).sum((1, 2, 3))
     c0, jc = cost_all[0], cost_all[1:] - cost_all[0]
+    if not np.all(np.isfinite(cost_all)):
+        raise PlanInfeasible(
+            "a cost the plan would pay is not a number (a hire, a programme start or a level's "
+            "pay with no measured value and no domain figure): the rates of "
+            "marts.workforce_plan_rates say which are missing"
+        )
 
     def lin(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = q.reshape(q.shape[0], -1)

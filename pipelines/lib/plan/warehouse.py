@@ -178,7 +178,7 @@ def apply_time_rows(rows, rates: Rates, window: str, table: str) -> None:
             lo = lo if lo is not None and not math.isnan(lo) else median * 0.75
             hi = hi if hi is not None and not math.isnan(hi) else median * 2
             source += ", Kaplan-Meier median and its interval)"
-        elif share12:
+        elif share12 is not None and math.isfinite(share12) and share12 > 0:
             median = _median_from_share(share12, 12.0)
             lo, hi = median * 0.75, median * 1.5
             source += ", median of a Weibull through the 12-month share, +-25 %/50 %)"
@@ -203,7 +203,8 @@ def _cost_rates(con, rates: Rates, window: str) -> None:
 def apply_cost_rows(rows, rates: Rates, window: str, table: str) -> None:
     """(programme, code, cost per participant, participants) rows as the cost per start."""
     for prog, code, cost, n in rows:
-        if (prog, code) in rates.cost_per_start:
+        # no measured cost (NaN): the domain's figure stays
+        if (prog, code) in rates.cost_per_start and cost is not None and math.isfinite(cost):
             rates.cost_per_start[(prog, code)] = Rate(
                 f"cost per start, {prog} {code}",
                 cost,
