@@ -25,10 +25,11 @@ import pytest
 
 from pipelines.lib.contracts import EXPORTS, parse_file_name
 from tools.generate import generate_company
+from tools.generate.operations import OPERATIONS_EXPORTS as VENDOR_WRITTEN
 
 END = date(2026, 9, 30)
 # written as Slurm, Grafana, ServiceNow and Jira write them (tools/generate/operations.py)
-OPERATIONS_EXPORTS = {"gpu_usage", "capacity_changes", "changes"}
+OPERATIONS_EXPORTS = set(VENDOR_WRITTEN)
 
 
 # ----------------------------------------------------------------------------- reading the exports

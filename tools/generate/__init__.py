@@ -20,7 +20,7 @@ import numpy as np
 from pipelines.lib.contracts import EXPORTS
 from tools.generate import reference as ref
 from tools.generate.model import PlantedModel
-from tools.generate.operations import OperationsModel, write_operations
+from tools.generate.operations import OPERATIONS_EXPORTS, OperationsModel, write_operations
 from tools.generate.simulate import INFRA, Simulation, month_starts
 from tools.generate.writer import DirtPlan, ExportWriter
 
@@ -226,10 +226,13 @@ def generate_company(
     n = p.n
     infra = np.flatnonzero((p.division[:n] == INFRA) & (p.etype[:n] == 0))
     ever_certified = sum(1 for i in infra if sim.awards.get(int(i)))
+    # the operations exports are written as their tools write them (VendorFiles), not through
+    # the contract writer: their files count here, their rows in ground_truth's operations.counts
+    vendor_written = set(ops["files"])
     summary = {
-        "files_written": len(writer.files),
-        "files": sorted(writer.files),
-        "rows": dict(sorted(writer.rows.items())),
+        "files_written": len(writer.files) + len(vendor_written),
+        "files": sorted(writer.files) + sorted(vendor_written),
+        "rows": {k: v for k, v in sorted(writer.rows.items()) if k not in OPERATIONS_EXPORTS},
         "people": int(n),
         "infra_engineers": int(infra.size),
         "infra_engineers_ever_certified": int(ever_certified),

@@ -381,6 +381,10 @@ def _capacity(sim, model, rng, files) -> int:
     return n
 
 
+# the contract exports these files give (written here, not by the contract writer)
+OPERATIONS_EXPORTS = ("gpu_usage", "capacity_changes", "changes")
+
+
 def write_operations(out: Path, sim: Simulation, seed: int, model: OperationsModel) -> dict:
     """Write the operations exports of a finished simulation; return their ground truth."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=SPAWN_KEY))
