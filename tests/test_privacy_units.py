@@ -77,10 +77,50 @@ def test_pseudonyms_are_the_same_wherever_the_id_stands():
     records = _records(new)
     token = "R-" + keyed_hash("id", "E1", "key")[:16]
     assert dropped == 1  # the rejected line naming them; no record goes
-    assert records[0][:3] == [token, "retained", "retained"]
+    assert records[0][:3] == [
+        token,
+        "retained-" + keyed_hash("name", "ann", "key")[:12],
+        "retained-" + keyed_hash("name", "lee", "key")[:12],
+    ]
     assert records[1][3] == token  # the manager reference, same pseudonym
     assert records[2][:3] == [token, "Ann", "Lee"]  # not named as theirs: names stay
     assert b"E1," not in new
+
+
+def test_a_list_of_people_loses_the_person_and_keeps_the_others():
+    """A capacity project's leads (a Jira epic's "Led by", a list of ids or e-mails): the
+    erased person's entries go, the project's row and the other leads stay; a field that is
+    their full name (the epic's assignee) is blanked."""
+    person = Subject(ids={"E1"}, emails={"a@x.io"}, names={"ann lee"})
+    data = (
+        b"Summary,Assignee,Custom field (Led by)\n"
+        b'fra-1 expansion,Ann  Lee,"Bob Ray, Ann Lee"\n'
+        b'ams-2 expansion,Bob Ray,"E1; b@x.io"\n'
+        b'par-3 expansion,Bob Ray,"Bob Ray, Cy Zed"\n'
+    )
+    new, dropped = rewrite_records(
+        data, "Jira Capacity_2026-01.csv", set(), blank_mentions(person), person
+    )
+    assert dropped == 0
+    assert _records(new) == [
+        ["fra-1 expansion", "", "Bob Ray"],
+        ["ams-2 expansion", "Bob Ray", "b@x.io"],
+        ["par-3 expansion", "Bob Ray", "Bob Ray, Cy Zed"],
+    ]
+    assert new.split(b"\n")[3] == b'par-3 expansion,Bob Ray,"Bob Ray, Cy Zed"'  # untouched
+
+
+def test_a_retained_name_still_makes_the_same_full_name_wherever_it_stands():
+    """The HRIS's first and last name (the person's own row) and their full name in a change
+    they implemented or a project's leads give the same pseudonymous full name, so the name
+    links the change and the project to them as before; another lead is left as it was."""
+    person = Subject(ids={"E1"}, first_last={("Ann", "Lee")}, names={"ann lee"})
+    edits = pseudonym_edits(person, "key")
+    full = edits.other("Ann Lee")
+    assert full == f"{edits.own('Ann')} {edits.own('Lee')}" and "ann" not in full.lower()
+    assert edits.other("Bob Ray, Ann Lee") == f"Bob Ray, {full}"
+    assert edits.other("Bob Ray, Cy Zed") is None
+    assert pseudonym_edits(person, "other key").other("Ann Lee") != full
 
 
 def test_the_cipher_round_trips_and_names_the_variable_when_it_cannot(tmp_path: Path):
@@ -184,8 +224,11 @@ def test_a_retained_leaver_arriving_again_gets_the_same_pseudonyms():
     split = lambda export: split_export_bytes(data, export, "employees_2020-01.csv")  # noqa: E731
     screened = screen_arrival(erased, data, ("employees",), "employees_2020-01.csv", split)
     first = _records(screened.data)[0]
-    assert first[:4] == [retained_value("id", "E1", key), "retained", "retained"] + [
-        retained_value("email", "a@x.io", key)
+    assert first[:4] == [
+        retained_value("id", "E1", key),
+        retained_value("name", "Ann", key),
+        retained_value("name", "Lee", key),
+        retained_value("email", "a@x.io", key),
     ]
     assert _records(screened.data)[1] == ["E2", "Bob", "Ray", "b@x.io", "2020-01-01"]
     assert screened.pseudonymised == 1 and screened.dropped == 0

@@ -20,6 +20,7 @@ row in `raw.erasures` (reason `retention` or `salary retention`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -30,7 +31,6 @@ from pipelines.lib import db
 from pipelines.lib.privacy.erase import Edits, erase, recover
 from pipelines.lib.privacy.subjects import (
     RETAINED_ID,
-    RETAINED_NAME,
     Subject,
     identify,
     normalised,
@@ -114,21 +114,49 @@ def expired(con: duckdb.DuckDBPyConnection, cutoff: date, with_salary: bool) -> 
     return [r[0] for r in rows]
 
 
+def unshared_names(con: duckdb.DuckDBPyConnection, subject: Subject) -> Subject:
+    """The subject without the full names someone else also has: a row that names a person only
+    by a shared name (a change's implementer) is linked to no one (`stg_hris__person_names`), so
+    it is not theirs to pseudonymise, and replacing it would link it where it was not."""
+    shared = {
+        name
+        for (name,) in con.execute(
+            "SELECT DISTINCT lower(regexp_replace(trim(first_name) || ' ' || trim(last_name), "
+            "'\\s+', ' ', 'g')) FROM employees WHERE NOT list_contains(?, trim(employee_id))",
+            [sorted(subject.ids)],
+        ).fetchall()
+    }
+    subject.names -= shared
+    return subject
+
+
 def pseudonym_edits(subject: Subject, key: str) -> Edits:
-    """Ids and e-mails replaced wherever they stand; names within the person's own rows."""
+    """Ids, e-mails and full names replaced wherever they stand (also within a list of people);
+    first and last names within the person's own rows (a change they implemented is theirs)."""
     parts = {normalised("name", p) for pair in subject.first_last for p in pair}
 
-    def other(value: str) -> str | None:
-        for kind in ("id", "email"):
+    def one(value: str) -> str | None:
+        for kind in ("id", "email", "name"):
             if subject.matches(kind, value):
                 return retained_value(kind, value, key)
         return None
+
+    def other(value: str) -> str | None:
+        """A field naming them whole, or entries of a list of people (a project's leads)."""
+        replaced = one(value)
+        members = re.split(r"[,;]", value)
+        if replaced is not None or len(members) < 2:
+            return replaced
+        new = [one(m.strip()) for m in members]
+        if all(n is None for n in new):
+            return None
+        return ", ".join(m.strip() if n is None else n for m, n in zip(members, new, strict=True))
 
     def own(value: str) -> str | None:
         replaced = other(value)
         name = normalised("name", value)
         if replaced is None and (name in parts or name in subject.names):
-            return RETAINED_NAME
+            return retained_value("name", value, key)
         return replaced
 
     return Edits(subject, drop_own=False, own=own, other=other)
@@ -169,7 +197,7 @@ def apply_retention(settings: Settings, today: date | None = None) -> RetentionR
     if personal is not None:
         with db.connect(settings.raw_db, read_only=True) as con:
             ids = expired(con, personal, with_salary=False)
-            subject = identify(con, ids) if ids else None
+            subject = unshared_names(con, identify(con, ids)) if ids else None
         if subject:
             edits = pseudonym_edits(subject, settings.pseudonym_key)
             erase(settings, subject, None, "retention", edits, "retention policy")
