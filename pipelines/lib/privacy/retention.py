@@ -5,9 +5,12 @@ Two periods, each counted from the person's last termination date to today:
 
 - `TALENT_RETENTION_YEARS` (`personal_years`): then their employee id, e-mails and names are
   replaced, in the archive and the raw layer, by pseudonyms derived with the pseudonym key
-  (`R-<hash>` for an id, `r-<hash>@retained.invalid` for an e-mail, `retained` for a name).
-  Every export and every reference (a manager id) gets the same pseudonym, so their history
-  still counts in every mart: the analyses keep working on pseudonymised history.
+  (`R-<hash>` for an id, `r-<hash>@retained.invalid` for an e-mail, `retained-<hash>` for each
+  word of a name). Every export and every reference (a manager id) gets the same pseudonym, so
+  their history still counts in every mart: the analyses keep working on pseudonymised history.
+  `raw.retained_names` keeps, for each retained full name, the keyed pseudonym of the name it
+  replaced (never the name): a name the leaver shared with someone links no one before the
+  policy ran, and `stg_hris__person_names` counts both people after it, so it still links no one.
 - `TALENT_SALARY_RETENTION_YEARS` (`salary_years`): then their salaries are removed.
 
 A file (`TALENT_RETENTION_FILE`, YAML: `personal_years: 3`, `salary_years: 3`) may hold both;
@@ -33,6 +36,7 @@ from pipelines.lib.privacy.subjects import (
     RETAINED_ID,
     Subject,
     identify,
+    name_key,
     normalised,
     retained_value,
 )
@@ -159,7 +163,19 @@ def pseudonym_edits(subject: Subject, key: str) -> Edits:
             return retained_value("name", value, key)
         return replaced
 
-    return Edits(subject, drop_own=False, own=own, other=other)
+    return Edits(
+        subject, drop_own=False, own=own, other=other, retained_names=retained_names(subject, key)
+    )
+
+
+def retained_names(subject: Subject, key: str) -> dict[str, str]:
+    """The full name each leaver will bear (their first and last name pseudonymised word by
+    word) -> the name_key of the name they bore (`raw.retained_names`): the name link counts
+    them with everyone who still bears it, so a name they shared stays ambiguous."""
+    return {
+        retained_value("name", f"{first} {last}", key): name_key(f"{first} {last}", key)
+        for first, last in subject.first_last
+    }
 
 
 def salary_edits(subject: Subject, salaries: set[float]) -> Edits:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import duckdb
 
 from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.pseudonym import pseudonym
 
 # How each export names the person a row is about (the row is theirs) ...
 SUBJECT_COLUMNS: dict[str, dict[str, str]] = {
@@ -104,6 +106,21 @@ def retained_value(kind: str, value: str, key: str) -> str:
     # implementer, a project's lead) still make the same full name, which links as before
     words = (normalised("name", value) or "").split(" ")
     return " ".join(f"{RETAINED_NAME}-{keyed_hash('name', w, key)[:12]}" for w in words if w)
+
+
+def linked_name(full_name: str) -> str:
+    """A full name as the dbt macro `normalised_name` gives it on DuckDB, where the name link
+    (`stg_hris__person_names`) compares it: runs of RE2's whitespace (tab, newline, form feed,
+    carriage return, space) made one space, trimmed, lower-cased, accents stripped."""
+    text = re.sub(r"[\t\n\f\r ]+", " ", full_name).strip(" ").lower()
+    bare = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
+def name_key(full_name: str, key: str) -> str:
+    """`stg_hris__person_names.name_key` of a full name: the keyed pseudonym (the DuckDB
+    plugin's `pseudonym()`) of its normalised form."""
+    return pseudonym(linked_name(full_name), key)
 
 
 @dataclass
