@@ -3,11 +3,11 @@ contracts' exports as a dbt macro.
 
 `dbt_project/models/staging/_sources.yml`: the raw tables dbt reads are the contracts' tables
 (`pipelines/lib/contracts.py`) plus the lineage columns ingestion adds, the manifest, the
-quarantine and the retained names. `dbt_project/models/python/_python_marts.yml`: the marts
-the statistics, deliveries and ROI assets write, with the table and column descriptions those
-assets also attach as DuckDB comments (`pipelines.lib.db.describe`), so the dbt docs site shows
-them and nothing is written twice. `dbt_project/macros/contract_exports.sql`: each export's natural key and other contract
-columns, for models that loop over every export (`marts/source_conflicts`).
+quarantine and the retained names. `dbt_project/models/python/_python_marts.yml`: the marts the
+statistics, deliveries and ROI assets write, with the table and column descriptions those assets
+also attach as DuckDB comments (`pipelines.lib.db.describe`), so the dbt docs site shows them and
+nothing is written twice. `dbt_project/macros/contract_exports.sql`: each export's natural key and
+other contract columns, for models that loop over every export (`marts/source_conflicts`).
 `tests/test_dbt_project.py` checks the files stay in step.
 
     .venv/bin/python -m tools.dbt_sources          # rewrite the files
