@@ -4,6 +4,7 @@ errors, the retention policy's settings. The whole path on the sample: tests/tes
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,15 @@ from pipelines.lib.privacy.crypto import (
 )
 from pipelines.lib.privacy.retention import policy_of, pseudonym_edits
 from pipelines.lib.privacy.rewrite import blank_mentions, rewrite_records
-from pipelines.lib.privacy.subjects import ErasedHashes, Subject, keyed_hash
+from pipelines.lib.privacy.subjects import (
+    ErasedHashes,
+    Subject,
+    keyed_hash,
+    name_key,
+    retained_value,
+)
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.pseudonym import pseudonym
 from pipelines.lib.settings import Settings, SettingsError
 
 FILE = (
@@ -232,3 +241,132 @@ def test_a_retained_leaver_arriving_again_gets_the_same_pseudonyms():
     ]
     assert _records(screened.data)[1] == ["E2", "Bob", "Ray", "b@x.io", "2020-01-01"]
     assert screened.pseudonymised == 1 and screened.dropped == 0
+
+
+def _macros(name: str):
+    """A dbt macro file's macros, rendered by plain Jinja (the DuckDB ones take no dbt global)."""
+    import jinja2
+
+    source = (DBT_PROJECT_DIR / "macros" / name).read_text()
+    return jinja2.Environment().from_string(source).module
+
+
+def _linking_connection(key: str):
+    import duckdb
+
+    from pipelines.lib.duckdb_plugin import register
+
+    con = duckdb.connect()
+    register(con, key)  # pseudonym() as dbt-duckdb defines it
+    return con
+
+
+def test_the_retained_names_key_is_the_name_links_own():
+    """`raw.retained_names.name_key` is computed in Python; the name link computes `name_key`
+    in DuckDB with the macro `normalised_name` and the plugin's `pseudonym()`: the same value
+    for names with accents, capitals and stray blanks."""
+    normalise = _macros("normalised_name.sql").default__normalised_name
+    con = _linking_connection("a key")
+    names = [
+        "Ann Lee",
+        "  José   MÜLLER ",
+        "Zoë\tO'Brien\n",
+        "Ñuño  Peña-Łukasz",
+        "İlkay Çelik",
+        "Dvořák Antonín",
+        "Ann\u00a0Lee",
+    ]
+    for name in names:
+        (expected,) = con.execute(f"SELECT pseudonym({normalise('?')})", [name]).fetchone()
+        assert name_key(name, "a key") == expected, name
+    assert name_key("Ann Lee", "a key") == name_key(" ann  LEE", "a key")
+    assert name_key("Ann Lee", "a key") != name_key("Ann Lee", "another key")
+
+
+def _person_names(con, key: str) -> dict[str, tuple[str | None, bool]]:
+    """The dbt model stg_hris__person_names run on the connection's tables: name_key ->
+    (person_key, is_ambiguous)."""
+    import jinja2
+
+    normalise = _macros("normalised_name.sql").default__normalised_name
+    sql = (DBT_PROJECT_DIR / "models" / "staging" / "stg_hris__person_names.sql").read_text()
+    rendered = (
+        jinja2.Environment()
+        .from_string(sql)
+        .render(
+            ref=lambda model: model,
+            source=lambda schema, table: f"{schema}_{table}",
+            normalised_name=normalise,
+        )
+    )
+    return {k: (p, a) for k, p, a in con.execute(rendered).fetchall()}
+
+
+def test_a_shared_name_stays_ambiguous_after_one_of_its_holders_is_retained():
+    """Ann Lee (E1, a leaver) and ANN  LEE (E2, employed) share a name: it links no one. Once
+    the policy pseudonymises E1 (their HRIS row and `raw.retained_names`, as
+    `pseudonym_edits` gives them), neither Ann Lee nor E1's retained name links anyone, while
+    the unique names (Bob Ray, retained too, and Cy Zed) link their people: what a recount of
+    the names as they were before the policy gives."""
+    key = "a key"
+    con = _linking_connection(key)
+    people = [
+        ("E1", "Ann", "Lee"),
+        ("E2", "ANN ", " lee"),
+        ("E3", "Bob", "Ray"),
+        ("E4", "Cy", "Zed"),
+    ]
+    con.execute(
+        "CREATE TABLE stg_hris__employees (person_key VARCHAR, _file_id VARCHAR, _line INT)"
+    )
+    con.execute(
+        "CREATE TABLE raw_employees (employee_id VARCHAR, first_name VARCHAR, last_name VARCHAR, "
+        "_file_id VARCHAR, _line INT)"
+    )
+    con.execute("CREATE TABLE raw_retained_names (retained_name VARCHAR, name_key VARCHAR)")
+    for line, (emp, first, last) in enumerate(people, start=2):
+        con.execute("INSERT INTO stg_hris__employees VALUES (?, 'f', ?)", [f"p-{emp}", line])
+        con.execute("INSERT INTO raw_employees VALUES (?, ?, ?, 'f', ?)", [emp, first, last, line])
+    before = _person_names(con, key)
+    # the independent recount: people per name before the policy ran
+    holders = Counter(" ".join(f"{first} {last}".lower().split()) for _, first, last in people)
+    expected = {
+        name_key(f"{first} {last}", key): (
+            (None, True)
+            if holders[" ".join(f"{first} {last}".lower().split())] > 1
+            else (f"p-{emp}", False)
+        )
+        for emp, first, last in people
+    }
+    assert before == expected
+    assert before[name_key("Ann Lee", key)] == (None, True)
+
+    leavers = Subject(
+        ids={"E1", "E3"}, first_last={("Ann", "Lee"), ("Bob", "Ray")}, names={"bob ray"}
+    )
+    edits = pseudonym_edits(leavers, key)
+    for emp, first, last in people[::2]:
+        con.execute(
+            "UPDATE raw_employees SET first_name = ?, last_name = ? WHERE employee_id = ?",
+            [edits.own(first), edits.own(last), emp],
+        )
+    con.executemany(
+        "INSERT INTO raw_retained_names VALUES (?, ?)", sorted(edits.retained_names.items())
+    )
+    retained_ann = retained_value("name", "Ann Lee", key)
+    retained_bob = retained_value("name", "Bob Ray", key)
+    assert edits.retained_names == {
+        retained_ann: name_key("Ann Lee", key),
+        retained_bob: name_key("Bob Ray", key),
+    }
+    after = _person_names(con, key)
+    # a change naming Ann Lee, or E1 by their retained name, links no one, as before
+    assert after[name_key("Ann Lee", key)] == (None, True)
+    assert after[pseudonym(retained_ann, key)] == (None, True)
+    # the unique names link as before, Bob Ray by his retained name only
+    assert after[pseudonym(retained_bob, key)] == expected[name_key("Bob Ray", key)]
+    assert after[name_key("Cy Zed", key)] == expected[name_key("Cy Zed", key)]
+    assert name_key("Bob Ray", key) not in after and len(after) == 4
+    # without the retained names, E2 would take Ann Lee's changes: what the table prevents
+    con.execute("DELETE FROM raw_retained_names")
+    assert _person_names(con, key)[name_key("Ann Lee", key)] == ("p-E2", False)
