@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.ingest.manifest import RETAINED_NAMES_DDL
 from pipelines.lib.project_files import DBT_PROJECT_DIR
 from pipelines.lib.settings import Settings
 from tools.bench import dbt_project_args
@@ -95,7 +96,8 @@ def raw_table_ddl(export: str) -> str:
 
 
 def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
-    """Write a raw.duckdb with every contract table (empty when no file), manifest, quarantine."""
+    """Write a raw.duckdb with every contract table (empty when no file), manifest, quarantine
+    and the (empty) retained names."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(path)) as con:
         for export in EXPORTS:
@@ -112,6 +114,7 @@ def make_raw_db(path: Path, files: Iterable[RawFile]) -> Path:
             "create table main.quarantine (file_id VARCHAR, export VARCHAR, file_name VARCHAR, "
             "line_number BIGINT, raw_line VARCHAR, reason VARCHAR, quarantined_at TIMESTAMP)"
         )
+        con.execute(RETAINED_NAMES_DDL)
         for f in files:
             names = EXPORTS[f.export].column_names
             fname = f"{f.export}_{f.period}" + (f"_v{f.version}" if f.version > 1 else "") + ".csv"

@@ -25,10 +25,11 @@ import pytest
 
 from pipelines.lib.contracts import EXPORTS, parse_file_name
 from tools.generate import generate_company
+from tools.generate.operations import OPERATIONS_EXPORTS as VENDOR_WRITTEN
 
 END = date(2026, 9, 30)
 # written as Slurm, Grafana, ServiceNow and Jira write them (tools/generate/operations.py)
-OPERATIONS_EXPORTS = {"gpu_usage", "capacity_changes", "changes"}
+OPERATIONS_EXPORTS = set(VENDOR_WRITTEN)
 
 
 # ----------------------------------------------------------------------------- reading the exports
@@ -215,6 +216,11 @@ def test_every_file_is_a_contract_file_with_the_contract_header(company_dir):
     for export in set(EXPORTS) - OPERATIONS_EXPORTS:
         rows = read_export(company_dir, export)  # asserts header and key uniqueness per file
         assert rows, f"{export}: no rows"
+    # the summary counts every file written, the tools' own files too; rows only of the exports
+    # the contract writer wrote (the operations rows: ground_truth's operations.counts)
+    counts = json.loads((company_dir / "ground_truth.json").read_text())["counts"]
+    assert counts["files_written"] == len(list(company_dir.rglob("*.csv")))
+    assert set(counts["rows"]) == set(EXPORTS) - OPERATIONS_EXPORTS
 
 
 def test_values_follow_the_contract_types_and_enumerations(company_dir):

@@ -40,6 +40,11 @@ ARCHIVE_KEY = new_key()
 BY_ID = {"employees": "employee_id", "job_history": "employee_id"}
 BY_EMAIL = {"certifications": "learner_email", "enrolments": "learner_email"}
 BY_EMAIL_INCIDENTS = {"responders": "responder_email"}
+# the operations exports name people as their tools show them, by full name: ServiceNow's
+# assigned_to (the change's implementer: the row is theirs) and a Jira capacity epic's assignee
+# and leads (a list: the row is the project's)
+BY_NAME_CHANGES = {"change_request": ("assigned_to",)}
+BY_NAME_CAPACITY = {"Jira Capacity": ("Assignee", "Custom field (Led by)")}
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]], str]:
@@ -86,7 +91,13 @@ def choose_person(sources: Path) -> dict:
         if pid in managers and certs.get(email) and enrols.get(email)
     ]
     _, pid = max(candidates)
-    return {"id": pid, "email": people[pid], "first": FIRST, "last": LAST}
+    name = ""
+    for path in _files(sources, "employees"):
+        header, rows, _ = _rows(path)
+        for row in rows:
+            if row[header.index("employee_id")] == pid:
+                name = f"{row[header.index('first_name')]} {row[header.index('last_name')]}"
+    return {"id": pid, "email": people[pid], "name": name, "first": FIRST, "last": LAST}
 
 
 def write_sources(sources: Path, person: dict, without: bool) -> None:
@@ -113,6 +124,34 @@ def write_sources(sources: Path, person: dict, without: bool) -> None:
                 kept.append(row)
             with open(path, "w", newline="", encoding="utf-8") as fh:
                 writer = csv.writer(fh, delimiter=delimiter, lineterminator="\n")
+                writer.writerows([header, *kept])
+    write_operations_names(sources, person, without)
+
+
+def write_operations_names(sources: Path, person: dict, without: bool) -> None:
+    """The person renamed in the change and capacity exports as well, or (`without`) their
+    change requests left out and their name taken out of the epics' assignee and leads."""
+    for prefix, columns in {**BY_NAME_CHANGES, **BY_NAME_CAPACITY}.items():
+        for path in sorted((sources / "changes").glob(f"{prefix}_*.csv")):
+            header, rows, delimiter = _rows(path)
+            quoting = csv.QUOTE_ALL if path.read_text().startswith('"') else csv.QUOTE_MINIMAL
+            kept = []
+            for row in rows:
+                for at in (header.index(c) for c in columns):
+                    names = [n.strip() for n in row[at].split(",") if n.strip()]
+                    if person["name"] not in names:
+                        continue
+                    if without and prefix in BY_NAME_CHANGES:
+                        row = None
+                        break
+                    renamed = [] if without else [f"{FIRST} {LAST}"]
+                    row[at] = ", ".join(
+                        m for n in names for m in (renamed if n == person["name"] else [n])
+                    )
+                if row is not None:
+                    kept.append(row)
+            with open(path, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh, delimiter=delimiter, lineterminator="\n", quoting=quoting)
                 writer.writerows([header, *kept])
 
 
@@ -247,6 +286,7 @@ def test_no_database_row_names_the_person(world):
     # DuckDB compresses strings, so the bytes alone could miss a value: ask every text column
     person = world["person"]
     values = [person["id"].lower(), person["email"], FIRST.lower(), LAST.lower()]
+    full_name = f"{FIRST} {LAST}".lower()  # also within a list of names (an epic's leads)
     w = world["warehouse"]
     for path in (w / "raw.duckdb", w / "build" / "talent.duckdb", w / "talent.duckdb"):
         with duckdb.connect(str(path), read_only=True) as con:
@@ -257,8 +297,9 @@ def test_no_database_row_names_the_person(world):
             for schema, table, column in columns:
                 n = con.execute(
                     f'SELECT count(*) FROM "{schema}"."{table}" '
-                    f'WHERE list_contains(?, lower(trim("{column}")))',
-                    [values],
+                    f'WHERE list_contains(?, lower(trim("{column}"))) '
+                    f'OR contains(lower("{column}"), ?)',
+                    [values, full_name],
                 ).fetchone()[0]
                 assert n == 0, f"{path.name} {schema}.{table}.{column} still holds the person"
 
@@ -286,12 +327,9 @@ def test_the_log_keeps_keyed_hashes_only(world):
     # the person is in every employees and job history file they appear in: each of those
     # archive copies was rewritten under a new hash, the delivered hash kept as file_id
     person = world["person"]
-    holding = [
-        p
-        for export in (*BY_ID, *BY_EMAIL, *BY_EMAIL_INCIDENTS)
-        for p in _files(world["sources"], export)
-        if found_in(p.read_bytes(), person)
-    ]
+    holding = [p for p in world["sources"].rglob("*.csv") if found_in(p.read_bytes(), person)]
+    # among them the change requests they implemented and the epics they led
+    assert any(p.parent.name == "changes" for p in holding)
     assert manifest == len(holding)
 
 

@@ -4,6 +4,7 @@ errors, the retention policy's settings. The whole path on the sample: tests/tes
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,15 @@ from pipelines.lib.privacy.crypto import (
 )
 from pipelines.lib.privacy.retention import policy_of, pseudonym_edits
 from pipelines.lib.privacy.rewrite import blank_mentions, rewrite_records
-from pipelines.lib.privacy.subjects import ErasedHashes, Subject, keyed_hash
+from pipelines.lib.privacy.subjects import (
+    ErasedHashes,
+    Subject,
+    keyed_hash,
+    name_key,
+    retained_value,
+)
+from pipelines.lib.project_files import DBT_PROJECT_DIR
+from pipelines.lib.pseudonym import pseudonym
 from pipelines.lib.settings import Settings, SettingsError
 
 FILE = (
@@ -77,10 +86,50 @@ def test_pseudonyms_are_the_same_wherever_the_id_stands():
     records = _records(new)
     token = "R-" + keyed_hash("id", "E1", "key")[:16]
     assert dropped == 1  # the rejected line naming them; no record goes
-    assert records[0][:3] == [token, "retained", "retained"]
+    assert records[0][:3] == [
+        token,
+        "retained-" + keyed_hash("name", "ann", "key")[:12],
+        "retained-" + keyed_hash("name", "lee", "key")[:12],
+    ]
     assert records[1][3] == token  # the manager reference, same pseudonym
     assert records[2][:3] == [token, "Ann", "Lee"]  # not named as theirs: names stay
     assert b"E1," not in new
+
+
+def test_a_list_of_people_loses_the_person_and_keeps_the_others():
+    """A capacity project's leads (a Jira epic's "Led by", a list of ids or e-mails): the
+    erased person's entries go, the project's row and the other leads stay; a field that is
+    their full name (the epic's assignee) is blanked."""
+    person = Subject(ids={"E1"}, emails={"a@x.io"}, names={"ann lee"})
+    data = (
+        b"Summary,Assignee,Custom field (Led by)\n"
+        b'fra-1 expansion,Ann  Lee,"Bob Ray, Ann Lee"\n'
+        b'ams-2 expansion,Bob Ray,"E1; b@x.io"\n'
+        b'par-3 expansion,Bob Ray,"Bob Ray, Cy Zed"\n'
+    )
+    new, dropped = rewrite_records(
+        data, "Jira Capacity_2026-01.csv", set(), blank_mentions(person), person
+    )
+    assert dropped == 0
+    assert _records(new) == [
+        ["fra-1 expansion", "", "Bob Ray"],
+        ["ams-2 expansion", "Bob Ray", "b@x.io"],
+        ["par-3 expansion", "Bob Ray", "Bob Ray, Cy Zed"],
+    ]
+    assert new.split(b"\n")[3] == b'par-3 expansion,Bob Ray,"Bob Ray, Cy Zed"'  # untouched
+
+
+def test_a_retained_name_still_makes_the_same_full_name_wherever_it_stands():
+    """The HRIS's first and last name (the person's own row) and their full name in a change
+    they implemented or a project's leads give the same pseudonymous full name, so the name
+    links the change and the project to them as before; another lead is left as it was."""
+    person = Subject(ids={"E1"}, first_last={("Ann", "Lee")}, names={"ann lee"})
+    edits = pseudonym_edits(person, "key")
+    full = edits.other("Ann Lee")
+    assert full == f"{edits.own('Ann')} {edits.own('Lee')}" and "ann" not in full.lower()
+    assert edits.other("Bob Ray, Ann Lee") == f"Bob Ray, {full}"
+    assert edits.other("Bob Ray, Cy Zed") is None
+    assert pseudonym_edits(person, "other key").other("Ann Lee") != full
 
 
 def test_the_cipher_round_trips_and_names_the_variable_when_it_cannot(tmp_path: Path):
@@ -184,8 +233,140 @@ def test_a_retained_leaver_arriving_again_gets_the_same_pseudonyms():
     split = lambda export: split_export_bytes(data, export, "employees_2020-01.csv")  # noqa: E731
     screened = screen_arrival(erased, data, ("employees",), "employees_2020-01.csv", split)
     first = _records(screened.data)[0]
-    assert first[:4] == [retained_value("id", "E1", key), "retained", "retained"] + [
-        retained_value("email", "a@x.io", key)
+    assert first[:4] == [
+        retained_value("id", "E1", key),
+        retained_value("name", "Ann", key),
+        retained_value("name", "Lee", key),
+        retained_value("email", "a@x.io", key),
     ]
     assert _records(screened.data)[1] == ["E2", "Bob", "Ray", "b@x.io", "2020-01-01"]
     assert screened.pseudonymised == 1 and screened.dropped == 0
+
+
+def _macros(name: str):
+    """A dbt macro file's macros, rendered by plain Jinja (the DuckDB ones take no dbt global)."""
+    import jinja2
+
+    source = (DBT_PROJECT_DIR / "macros" / name).read_text()
+    return jinja2.Environment().from_string(source).module
+
+
+def _linking_connection(key: str):
+    import duckdb
+
+    from pipelines.lib.duckdb_plugin import register
+
+    con = duckdb.connect()
+    register(con, key)  # pseudonym() as dbt-duckdb defines it
+    return con
+
+
+def test_the_retained_names_key_is_the_name_links_own():
+    """`raw.retained_names.name_key` is computed in Python; the name link computes `name_key`
+    in DuckDB with the macro `normalised_name` and the plugin's `pseudonym()`: the same value
+    for names with accents, capitals and stray blanks."""
+    normalise = _macros("normalised_name.sql").default__normalised_name
+    con = _linking_connection("a key")
+    names = [
+        "Ann Lee",
+        "  José   MÜLLER ",
+        "Zoë\tO'Brien\n",
+        "Ñuño  Peña-Łukasz",
+        "İlkay Çelik",
+        "Dvořák Antonín",
+        "Ann\u00a0Lee",
+    ]
+    for name in names:
+        (expected,) = con.execute(f"SELECT pseudonym({normalise('?')})", [name]).fetchone()
+        assert name_key(name, "a key") == expected, name
+    assert name_key("Ann Lee", "a key") == name_key(" ann  LEE", "a key")
+    assert name_key("Ann Lee", "a key") != name_key("Ann Lee", "another key")
+
+
+def _person_names(con, key: str) -> dict[str, tuple[str | None, bool]]:
+    """The dbt model stg_hris__person_names run on the connection's tables: name_key ->
+    (person_key, is_ambiguous)."""
+    import jinja2
+
+    normalise = _macros("normalised_name.sql").default__normalised_name
+    sql = (DBT_PROJECT_DIR / "models" / "staging" / "stg_hris__person_names.sql").read_text()
+    rendered = (
+        jinja2.Environment()
+        .from_string(sql)
+        .render(
+            ref=lambda model: model,
+            source=lambda schema, table: f"{schema}_{table}",
+            normalised_name=normalise,
+        )
+    )
+    return {k: (p, a) for k, p, a in con.execute(rendered).fetchall()}
+
+
+def test_a_shared_name_stays_ambiguous_after_one_of_its_holders_is_retained():
+    """Ann Lee (E1, a leaver) and ANN  LEE (E2, employed) share a name: it links no one. Once
+    the policy pseudonymises E1 (their HRIS row and `raw.retained_names`, as
+    `pseudonym_edits` gives them), neither Ann Lee nor E1's retained name links anyone, while
+    the unique names (Bob Ray, retained too, and Cy Zed) link their people: what a recount of
+    the names as they were before the policy gives."""
+    key = "a key"
+    con = _linking_connection(key)
+    people = [
+        ("E1", "Ann", "Lee"),
+        ("E2", "ANN ", " lee"),
+        ("E3", "Bob", "Ray"),
+        ("E4", "Cy", "Zed"),
+    ]
+    con.execute(
+        "CREATE TABLE stg_hris__employees (person_key VARCHAR, _file_id VARCHAR, _line INT)"
+    )
+    con.execute(
+        "CREATE TABLE raw_employees (employee_id VARCHAR, first_name VARCHAR, last_name VARCHAR, "
+        "_file_id VARCHAR, _line INT)"
+    )
+    con.execute("CREATE TABLE raw_retained_names (retained_name VARCHAR, name_key VARCHAR)")
+    for line, (emp, first, last) in enumerate(people, start=2):
+        con.execute("INSERT INTO stg_hris__employees VALUES (?, 'f', ?)", [f"p-{emp}", line])
+        con.execute("INSERT INTO raw_employees VALUES (?, ?, ?, 'f', ?)", [emp, first, last, line])
+    before = _person_names(con, key)
+    # the independent recount: people per name before the policy ran
+    holders = Counter(" ".join(f"{first} {last}".lower().split()) for _, first, last in people)
+    expected = {
+        name_key(f"{first} {last}", key): (
+            (None, True)
+            if holders[" ".join(f"{first} {last}".lower().split())] > 1
+            else (f"p-{emp}", False)
+        )
+        for emp, first, last in people
+    }
+    assert before == expected
+    assert before[name_key("Ann Lee", key)] == (None, True)
+
+    leavers = Subject(
+        ids={"E1", "E3"}, first_last={("Ann", "Lee"), ("Bob", "Ray")}, names={"bob ray"}
+    )
+    edits = pseudonym_edits(leavers, key)
+    for emp, first, last in people[::2]:
+        con.execute(
+            "UPDATE raw_employees SET first_name = ?, last_name = ? WHERE employee_id = ?",
+            [edits.own(first), edits.own(last), emp],
+        )
+    con.executemany(
+        "INSERT INTO raw_retained_names VALUES (?, ?)", sorted(edits.retained_names.items())
+    )
+    retained_ann = retained_value("name", "Ann Lee", key)
+    retained_bob = retained_value("name", "Bob Ray", key)
+    assert edits.retained_names == {
+        retained_ann: name_key("Ann Lee", key),
+        retained_bob: name_key("Bob Ray", key),
+    }
+    after = _person_names(con, key)
+    # a change naming Ann Lee, or E1 by their retained name, links no one, as before
+    assert after[name_key("Ann Lee", key)] == (None, True)
+    assert after[pseudonym(retained_ann, key)] == (None, True)
+    # the unique names link as before, Bob Ray by his retained name only
+    assert after[pseudonym(retained_bob, key)] == expected[name_key("Bob Ray", key)]
+    assert after[name_key("Cy Zed", key)] == expected[name_key("Cy Zed", key)]
+    assert name_key("Bob Ray", key) not in after and len(after) == 4
+    # without the retained names, E2 would take Ann Lee's changes: what the table prevents
+    con.execute("DELETE FROM raw_retained_names")
+    assert _person_names(con, key)[name_key("Ann Lee", key)] == ("p-E2", False)

@@ -2,12 +2,12 @@
 contracts' exports as a dbt macro.
 
 `dbt_project/models/staging/_sources.yml`: the raw tables dbt reads are the contracts' tables
-(`pipelines/lib/contracts.py`) plus the lineage columns ingestion adds, the manifest and the
-quarantine. `dbt_project/models/python/_python_marts.yml`: the marts the statistics, deliveries
-and ROI assets write, with the table and column descriptions those assets also attach as DuckDB
-comments (`pipelines.lib.db.describe`), so the dbt docs site shows them and nothing is written
-twice. `dbt_project/macros/contract_exports.sql`: each export's natural key and other contract
-columns, for models that loop over every export (`marts/source_conflicts`).
+(`pipelines/lib/contracts.py`) plus the lineage columns ingestion adds, the manifest, the
+quarantine and the retained names. `dbt_project/models/python/_python_marts.yml`: the marts the
+statistics, deliveries and ROI assets write, with the table and column descriptions those assets
+also attach as DuckDB comments (`pipelines.lib.db.describe`), so the dbt docs site shows them and
+nothing is written twice. `dbt_project/macros/contract_exports.sql`: each export's natural key and
+other contract columns, for models that loop over every export (`marts/source_conflicts`).
 `tests/test_dbt_project.py` checks the files stay in step.
 
     .venv/bin/python -m tools.dbt_sources          # rewrite the files
@@ -61,6 +61,23 @@ BOOKKEEPING = [
         "columns": [
             {"name": "file_id", "description": "sha256 of the file"},
             {"name": "reason", "description": "why the row was rejected"},
+        ],
+    },
+    {
+        "name": "retained_names",
+        "description": "One row per full name the retention policy pseudonymised: the name_key "
+        "of the name it replaced, so stg_hris__person_names counts a retained leaver with the "
+        "people who still bear their name (empty until the policy runs; no name in clear).",
+        "columns": [
+            {
+                "name": "retained_name",
+                "description": "the pseudonymised full name as it stands in the exports",
+            },
+            {
+                "name": "name_key",
+                "description": "pseudonym of the original normalised full name "
+                "(as stg_hris__person_names.name_key)",
+            },
         ],
     },
 ]

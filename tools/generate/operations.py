@@ -165,10 +165,13 @@ class VendorFiles:
     def add(self, path: str, row: list[str]) -> None:
         self.rows.setdefault(path, []).append(row)
 
-    def write(self) -> None:
-        if self.out is None:  # the harness keeps the log only
+    def write(self, period: str | None = None) -> None:
+        """Write the files collected so far, or only those of `period` (`YYYY-MM`), and let go
+        of their rows: a month's files are written when the month is done, so a large company
+        never holds every month's rows at once. The harness (no folder) keeps the log only."""
+        if self.out is None:
             return
-        for path in sorted(self.rows):
+        for path in sorted(p for p in self.rows if period is None or p.endswith(f"_{period}.csv")):
             name = path.rsplit("/", 1)[1]
             buf = io.StringIO()
             if name.startswith("sacct"):  # --parsable2: '|' between fields, nothing quoted
@@ -184,6 +187,7 @@ class VendorFiles:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(buf.getvalue(), encoding="utf-8")
             self.files.append(path)
+            del self.rows[path]
 
 
 def _month_hours(sim: Simulation, t: int) -> tuple[datetime, int]:
@@ -409,6 +413,10 @@ def _capacity(sim, model, rng, files) -> int:
     return n
 
 
+# the contract exports these files give (written here, not by the contract writer)
+OPERATIONS_EXPORTS = ("gpu_usage", "capacity_changes", "changes")
+
+
 def write_operations(
     out: Path | None,
     sim: Simulation,
@@ -436,6 +444,7 @@ def write_operations(
     for t in range(n_months):
         _usage_month(sim, model, rng, files, effects, t, counter)
         _changes_month(sim, model, rng, files, t, counter)
+        files.write(sim.months[t].strftime("%Y-%m"))
     counter["capacity_projects"] = _capacity(sim, model, rng, files)
     files.write()
     return {

@@ -1,4 +1,5 @@
-"""The restricted raw layer's tables: one per export, the manifest and the quarantine.
+"""The restricted raw layer's tables: one per export, the manifest, the quarantine and the
+retained names (empty until the retention policy pseudonymises a leaver).
 
 The manifest is the memory that makes loading exactly-once: a file's sha256 is its identity,
 so a re-run, a renamed copy or a re-delivery of the same bytes never loads a row twice.
@@ -69,6 +70,19 @@ CREATE TABLE IF NOT EXISTS quarantine (
 """
 
 
+# One row per full name the retention policy pseudonymised (`privacy.retention`): the retained
+# form as it stands in the exports and the keyed pseudonym of the original normalised full name,
+# as `stg_hris__person_names` computes `name_key` (never the name in clear). The link table
+# counts the people of a retained name together with those who still bear the original name,
+# so a name shared before retention stays ambiguous after it.
+RETAINED_NAMES_DDL = """
+CREATE TABLE IF NOT EXISTS retained_names (
+    retained_name VARCHAR NOT NULL,    -- the pseudonymised full name (subjects.retained_value)
+    name_key VARCHAR NOT NULL          -- pseudonym of the original normalised full name
+)
+"""
+
+
 def export_table_ddl(export: Export) -> str:
     cols = [f'"{c.name}" {duckdb_type(c)}' for c in export.columns]
     cols += [
@@ -84,7 +98,8 @@ def export_table_ddl(export: Export) -> str:
 def ensure_raw_schema(
     con: duckdb.DuckDBPyConnection, vendors: dict[str, str] | None = None
 ) -> None:
-    """Create the manifest, the quarantine and one table per export if they do not exist.
+    """Create the manifest, the quarantine, the retained names and one table per export if they
+    do not exist.
 
     Deliveries recorded before the manifest knew source systems get theirs from the profile
     that read them (`vendors`: profile name -> vendor; a profile not listed stands for itself)
@@ -107,6 +122,7 @@ def ensure_raw_schema(
             [system, profile],
         )
     con.execute(QUARANTINE_DDL)
+    con.execute(RETAINED_NAMES_DDL)
     for export in EXPORTS.values():
         con.execute(export_table_ddl(export))
 

@@ -39,6 +39,7 @@ SECTIONS = {
     "enrolments": ("course enrolments", ("courses", "course_id")),
     "certifications": ("certification attempts", None),
     "responders": ("incident responses", ("incidents", "incident_number")),
+    "changes": ("change requests implemented", None),
 }
 
 

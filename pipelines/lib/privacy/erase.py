@@ -97,6 +97,9 @@ class Edits:
     # whether the staged raw file must hold none of the person's rows (not after a salary
     # removal, which leaves the person)
     verify: bool = True
+    # rows for `raw.retained_names` (retained full name -> name_key of the original name), kept
+    # with the erasure's log row (retention only)
+    retained_names: dict[str, str] = field(default_factory=dict)
 
 
 def ensure_erasures(con: duckdb.DuckDBPyConnection) -> None:
@@ -122,7 +125,7 @@ def erase(
     with db.connect(settings.raw_db, read_only=True) as con:
         moves = _rewrite_archive(con, settings, subject, edits, result)
         result.rows_removed = _rows_of(con, subject)
-    _stage_raw(settings, staged, moves, subject, reference, reason, requested_by, result)
+    _stage_raw(settings, staged, moves, subject, reference, (reason, requested_by), edits, result)
     if edits.verify:
         _verify_gone(staged, subject, reason)
     failpoint("erase:staged")
@@ -222,12 +225,13 @@ def _stage_raw(
     moves: dict[str, tuple[str, str]],
     subject: Subject,
     reference: str | None,
-    reason: str,
-    requested_by: str | None,
+    by: tuple[str, str | None],
+    edits: Edits,
     result: ErasureResult,
 ) -> None:
     """The new raw file: manifest (pointing at the new copies), other tables, the erasure log
-    with this erasure, then every export and the quarantine read from the archive."""
+    with this erasure and the names it retained, then every export and the quarantine read
+    from the archive. `by`: the reason and who asked."""
     for leftover in (staged, staged.with_name(staged.name + ".wal")):
         leftover.unlink(missing_ok=True)
     with db.connect(staged, storage_version=db.CLI_STORAGE_VERSION) as con:
@@ -250,7 +254,8 @@ def _stage_raw(
                 "UPDATE manifest SET archive_path = ?, archive_sha256 = ? WHERE archive_path = ?",
                 [new, digest, old],
             )
-        _log_erasure(con, settings, subject, reference, reason, requested_by, result)
+        _log_erasure(con, settings, subject, reference, *by, result)
+        _keep_retained_names(con, edits.retained_names)
         con.execute("DETACH old")
     rebuild_raw_from_archive(settings, raw_db=staged)
     with db.connect(staged) as con:
@@ -316,6 +321,16 @@ def _log_erasure(
                 result.rows_removed if i == 0 else None,
                 result.files_rewritten if i == 0 else None,
             ],
+        )
+
+
+def _keep_retained_names(con: duckdb.DuckDBPyConnection, names: dict[str, str]) -> None:
+    """Each retained full name once, with the name_key of the name it replaced."""
+    for retained, name_key in sorted(names.items()):
+        con.execute(
+            "INSERT INTO retained_names SELECT ?, ? WHERE NOT EXISTS "
+            "(SELECT 1 FROM retained_names WHERE retained_name = ?)",
+            [retained, name_key, retained],
         )
 
 

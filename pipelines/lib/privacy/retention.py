@@ -5,9 +5,12 @@ Two periods, each counted from the person's last termination date to today:
 
 - `TALENT_RETENTION_YEARS` (`personal_years`): then their employee id, e-mails and names are
   replaced, in the archive and the raw layer, by pseudonyms derived with the pseudonym key
-  (`R-<hash>` for an id, `r-<hash>@retained.invalid` for an e-mail, `retained` for a name).
-  Every export and every reference (a manager id) gets the same pseudonym, so their history
-  still counts in every mart: the analyses keep working on pseudonymised history.
+  (`R-<hash>` for an id, `r-<hash>@retained.invalid` for an e-mail, `retained-<hash>` for each
+  word of a name). Every export and every reference (a manager id) gets the same pseudonym, so
+  their history still counts in every mart: the analyses keep working on pseudonymised history.
+  `raw.retained_names` keeps, for each retained full name, the keyed pseudonym of the name it
+  replaced (never the name): a name the leaver shared with someone links no one before the
+  policy ran, and `stg_hris__person_names` counts both people after it, so it still links no one.
 - `TALENT_SALARY_RETENTION_YEARS` (`salary_years`): then their salaries are removed.
 
 A file (`TALENT_RETENTION_FILE`, YAML: `personal_years: 3`, `salary_years: 3`) may hold both;
@@ -20,6 +23,7 @@ row in `raw.erasures` (reason `retention` or `salary retention`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -30,9 +34,9 @@ from pipelines.lib import db
 from pipelines.lib.privacy.erase import Edits, erase, recover
 from pipelines.lib.privacy.subjects import (
     RETAINED_ID,
-    RETAINED_NAME,
     Subject,
     identify,
+    name_key,
     normalised,
     retained_value,
 )
@@ -114,24 +118,64 @@ def expired(con: duckdb.DuckDBPyConnection, cutoff: date, with_salary: bool) -> 
     return [r[0] for r in rows]
 
 
+def unshared_names(con: duckdb.DuckDBPyConnection, subject: Subject) -> Subject:
+    """The subject without the full names someone else also has: a row that names a person only
+    by a shared name (a change's implementer) is linked to no one (`stg_hris__person_names`), so
+    it is not theirs to pseudonymise, and replacing it would link it where it was not."""
+    shared = {
+        name
+        for (name,) in con.execute(
+            "SELECT DISTINCT lower(regexp_replace(trim(first_name) || ' ' || trim(last_name), "
+            "'\\s+', ' ', 'g')) FROM employees WHERE NOT list_contains(?, trim(employee_id))",
+            [sorted(subject.ids)],
+        ).fetchall()
+    }
+    subject.names -= shared
+    return subject
+
+
 def pseudonym_edits(subject: Subject, key: str) -> Edits:
-    """Ids and e-mails replaced wherever they stand; names within the person's own rows."""
+    """Ids, e-mails and full names replaced wherever they stand (also within a list of people);
+    first and last names within the person's own rows (a change they implemented is theirs)."""
     parts = {normalised("name", p) for pair in subject.first_last for p in pair}
 
-    def other(value: str) -> str | None:
-        for kind in ("id", "email"):
+    def one(value: str) -> str | None:
+        for kind in ("id", "email", "name"):
             if subject.matches(kind, value):
                 return retained_value(kind, value, key)
         return None
+
+    def other(value: str) -> str | None:
+        """A field naming them whole, or entries of a list of people (a project's leads)."""
+        replaced = one(value)
+        members = re.split(r"[,;]", value)
+        if replaced is not None or len(members) < 2:
+            return replaced
+        new = [one(m.strip()) for m in members]
+        if all(n is None for n in new):
+            return None
+        return ", ".join(m.strip() if n is None else n for m, n in zip(members, new, strict=True))
 
     def own(value: str) -> str | None:
         replaced = other(value)
         name = normalised("name", value)
         if replaced is None and (name in parts or name in subject.names):
-            return RETAINED_NAME
+            return retained_value("name", value, key)
         return replaced
 
-    return Edits(subject, drop_own=False, own=own, other=other)
+    return Edits(
+        subject, drop_own=False, own=own, other=other, retained_names=retained_names(subject, key)
+    )
+
+
+def retained_names(subject: Subject, key: str) -> dict[str, str]:
+    """The full name each leaver will bear (their first and last name pseudonymised word by
+    word) -> the name_key of the name they bore (`raw.retained_names`): the name link counts
+    them with everyone who still bears it, so a name they shared stays ambiguous."""
+    return {
+        retained_value("name", f"{first} {last}", key): name_key(f"{first} {last}", key)
+        for first, last in subject.first_last
+    }
 
 
 def salary_edits(subject: Subject, salaries: set[float]) -> Edits:
@@ -169,7 +213,7 @@ def apply_retention(settings: Settings, today: date | None = None) -> RetentionR
     if personal is not None:
         with db.connect(settings.raw_db, read_only=True) as con:
             ids = expired(con, personal, with_salary=False)
-            subject = identify(con, ids) if ids else None
+            subject = unshared_names(con, identify(con, ids)) if ids else None
         if subject:
             edits = pseudonym_edits(subject, settings.pseudonym_key)
             erase(settings, subject, None, "retention", edits, "retention policy")

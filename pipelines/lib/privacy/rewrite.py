@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
 from typing import Protocol
 
@@ -30,12 +31,23 @@ class Matcher(Protocol):
 FieldEdit = Callable[[str], str | None]
 
 
+def names_person(matcher: Matcher, value: str) -> bool:
+    """Whether a field is one of the person's ids, e-mails or full names."""
+    return any(matcher.matches(kind, value) for kind in ("id", "email", "name"))
+
+
 def blank_mentions(matcher: Matcher) -> FieldEdit:
-    """A field that is one of the person's ids or e-mails becomes empty."""
+    """A field that is one of the person's ids, e-mails or full names becomes empty; in a list
+    of people (separated by , or ;, as a capacity project's leads) the person's entries go."""
 
     def edit(value: str) -> str | None:
-        hit = matcher.matches("id", value) or matcher.matches("email", value)
-        return "" if hit and value != "" else None
+        if value == "":
+            return None
+        if names_person(matcher, value):
+            return ""
+        members = re.split(r"[,;]", value)
+        kept = [m.strip() for m in members if not names_person(matcher, m)]
+        return ", ".join(kept) if len(members) > 1 and len(kept) < len(members) else None
 
     return edit
 

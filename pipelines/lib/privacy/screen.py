@@ -21,7 +21,6 @@ import duckdb
 from pipelines.lib.ingest.reader import FileError
 from pipelines.lib.privacy.rewrite import blank_mentions, rewrite_records
 from pipelines.lib.privacy.subjects import (
-    RETAINED_NAME,
     SUBJECT_COLUMNS,
     ErasedHashes,
     retained_value,
@@ -92,7 +91,7 @@ def screen_arrival(
     return Screened(new, dropped, len(own))
 
 
-NAME_COLUMNS = ("first_name", "last_name", "responder_name")
+NAME_COLUMNS = ("first_name", "last_name", "responder_name", "implementer_name")
 
 
 def _edit(erased: ErasedHashes):
@@ -117,7 +116,9 @@ def _own_edit(erased: ErasedHashes, names: set[str]):
 
     def edit(value: str) -> str | None:
         replaced = other(value)
-        return RETAINED_NAME if replaced is None and value in names else replaced
+        if replaced is None and value in names:
+            return retained_value("name", value, erased.key)
+        return replaced
 
     return edit
 

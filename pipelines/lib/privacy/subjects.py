@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import duckdb
 
 from pipelines.lib.contracts import EXPORTS
+from pipelines.lib.pseudonym import pseudonym
 
 # How each export names the person a row is about (the row is theirs) ...
 SUBJECT_COLUMNS: dict[str, dict[str, str]] = {
@@ -21,9 +23,15 @@ SUBJECT_COLUMNS: dict[str, dict[str, str]] = {
     "enrolments": {"learner_email": "email"},
     "certifications": {"learner_email": "email"},
     "responders": {"responder_email": "email", "responder_name": "name"},
+    "changes": {"implementer_email": "email", "implementer_name": "name"},
 }
 # ... and the columns that refer to another person (blanked, the row stays its owner's).
 REFERENCE_COLUMNS: dict[str, dict[str, str]] = {"job_history": {"manager_id": "id"}}
+# ... and the columns that list several people, separated by , or ; (a capacity project's
+# leads): the person's entries leave the list (`rewrite.blank_mentions`), the row stays.
+LIST_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
+    "capacity_changes": {"led_by": ("id", "email"), "led_by_name": ("name",)},
+}
 
 # Domain separation: the erasure log's hashes never equal a published `person_key` of the
 # same id, although both are keyed with the pseudonym key.
@@ -94,7 +102,25 @@ def retained_value(kind: str, value: str, key: str) -> str:
         return RETAINED_ID + digest
     if kind == "email":
         return f"r-{digest}{RETAINED_DOMAIN}"
-    return RETAINED_NAME
+    # a name word by word: the HRIS's first and last name and a full name elsewhere (a change's
+    # implementer, a project's lead) still make the same full name, which links as before
+    words = (normalised("name", value) or "").split(" ")
+    return " ".join(f"{RETAINED_NAME}-{keyed_hash('name', w, key)[:12]}" for w in words if w)
+
+
+def linked_name(full_name: str) -> str:
+    """A full name as the dbt macro `normalised_name` gives it on DuckDB, where the name link
+    (`stg_hris__person_names`) compares it: runs of RE2's whitespace (tab, newline, form feed,
+    carriage return, space) made one space, trimmed, lower-cased, accents stripped."""
+    text = re.sub(r"[\t\n\f\r ]+", " ", full_name).strip(" ").lower()
+    bare = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
+def name_key(full_name: str, key: str) -> str:
+    """`stg_hris__person_names.name_key` of a full name: the keyed pseudonym (the DuckDB
+    plugin's `pseudonym()`) of its normalised form."""
+    return pseudonym(linked_name(full_name), key)
 
 
 @dataclass
@@ -181,21 +207,26 @@ def subject_lines(con: duckdb.DuckDBPyConnection, subject: Subject) -> dict[str,
 
 
 def referring_files(con: duckdb.DuckDBPyConnection, subject: Subject) -> set[str]:
-    """Files in which another person's row refers to this one (a manager id)."""
+    """Files in which another person's row refers to this one (a manager id) or a row's list
+    of people names them (a capacity project's leads)."""
+    wanted = [
+        (export, f"list_contains(?, {sql_normalised(kind, column)})", subject.values(kind))
+        for export, columns in REFERENCE_COLUMNS.items()
+        for column, kind in columns.items()
+    ] + [
+        (
+            export,
+            f"list_has_any(?, {sql_members(column)})",
+            set().union(*map(subject.values, kinds)),
+        )
+        for export, columns in LIST_COLUMNS.items()
+        for column, kinds in columns.items()
+    ]
     found: set[str] = set()
-    for export, columns in REFERENCE_COLUMNS.items():
-        for column, kind in columns.items():
-            values = sorted(subject.values(kind))
-            if values:
-                found |= {
-                    f
-                    for (f,) in _in(
-                        con,
-                        f'SELECT DISTINCT _file_id FROM "{export}" '
-                        f"WHERE list_contains(?, {sql_normalised(kind, column)})",
-                        [values],
-                    )
-                }
+    for export, condition, values in wanted:
+        if values:
+            sql = f'SELECT DISTINCT _file_id FROM "{export}" WHERE {condition}'
+            found |= {f for (f,) in _in(con, sql, [sorted(values)])}
     return found
 
 
@@ -215,6 +246,16 @@ def sql_normalised(kind: str, column: str) -> str:
     return f"""lower(regexp_replace(trim("{column}"), '\\s+', ' ', 'g'))"""
 
 
+def sql_members(column: str) -> str:
+    """The entries of a list column, each as an id compares (trimmed) and as an e-mail or a
+    name compares (also lower-cased, single spaces)."""
+    parts = f"""string_split_regex(coalesce("{column}", ''), '[,;]')"""
+    return (
+        f"list_concat(list_transform({parts}, lambda x: trim(x)), list_transform({parts}, "
+        f"""lambda x: lower(regexp_replace(trim(x), '\\s+', ' ', 'g'))))"""
+    )
+
+
 def person_columns() -> dict[str, dict[str, str]]:
     """Every column of the contracts that names a person, by export (for the subject's copy)."""
     merged: dict[str, dict[str, str]] = {}
@@ -222,4 +263,6 @@ def person_columns() -> dict[str, dict[str, str]]:
         for export, columns in source.items():
             assert export in EXPORTS
             merged.setdefault(export, {}).update(columns)
+    for export, listed in LIST_COLUMNS.items():
+        merged.setdefault(export, {}).update({c: kinds[-1] for c, kinds in listed.items()})
     return merged
