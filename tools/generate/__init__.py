@@ -189,6 +189,24 @@ def _summary(writer: ExportWriter, sim: Simulation, ops: dict, start: date, end:
     }
 
 
+def _dirt_plan(months, dirt: bool, garbage_rows: bool) -> DirtPlan:
+    """The planted defects: every harmless one with ``dirt``, the unreadable lines with
+    ``garbage_rows`` (also without the rest)."""
+    plan = default_dirt_plan(months, garbage_rows) if dirt else DirtPlan()
+    if garbage_rows and not dirt:
+        plan = replace(plan, garbage=default_dirt_plan(months, True).garbage)
+    return plan
+
+
+def _check_size(employees: int, years: int) -> None:
+    if employees < 50:
+        raise ValueError(
+            f"employees={employees}: use at least 50 so that the company has an infrastructure team"
+        )
+    if years < 1:
+        raise ValueError(f"years={years}: simulate at least one year")
+
+
 def generate_company(
     out: Path,
     employees: int,
@@ -215,12 +233,7 @@ def generate_company(
     ``operations`` plants the GPU usage, capacity and change effects (see
     ``tools.generate.operations``), written after the simulation from a stream of their own.
     """
-    if employees < 50:
-        raise ValueError(
-            f"employees={employees}: use at least 50 so that the company has an infrastructure team"
-        )
-    if years < 1:
-        raise ValueError(f"years={years}: simulate at least one year")
+    _check_size(employees, years)
     model = model or PlantedModel()
     out = Path(out)
     months = month_starts(end_date, years)
@@ -230,9 +243,7 @@ def generate_company(
             "pick a day inside it (for example the last day, to add one more day of exports)"
         )
     _prepare_out(out, overwrite)
-    plan = default_dirt_plan(months, garbage_rows) if dirt else DirtPlan()
-    if garbage_rows and not dirt:
-        plan = replace(plan, garbage=default_dirt_plan(months, True).garbage)
+    plan = _dirt_plan(months, dirt, garbage_rows)
     # separate streams: dirt never shifts the simulation's random numbers
     seeds = np.random.SeedSequence(seed).spawn(2)
     writer = ExportWriter(

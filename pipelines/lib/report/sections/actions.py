@@ -223,27 +223,7 @@ def actions_facts(
             )
         )
     if expiring is not None and expiring.expiring:
-        due = expiring.expiring
-        big = [c for c in now if c.expiring > 0]
-        f.actions.append(
-            Action(
-                "renew",
-                sentence(
-                    "Book the {n} renewals due by {d}",
-                    n=fig("expiring", num(due)),
-                    d=f"{q.end + timedelta(days=90):%d %b %Y}",
-                ),
-                _names(big, lambda c: num(c.expiring)) if big else "",
-                due * per_attempt if per_attempt is not None else None,
-                0.0,
-                sentence(
-                    "keeps them certified: up to {v} a year, if each would otherwise hold none",
-                    v=usd(f.per_engineer * due),
-                )
-                if f.per_engineer is not None and year is not None and year.of("measured")
-                else "keeps certifications active; no return measured here",
-            )
-        )
+        f.actions.append(_renew_action(f, expiring, now, q, per_attempt, year))
     if composition is not None and composition.short and (plan is None or not plan.requests):
         below = _below_template(marts, q, thr)
         f.actions.append(
@@ -270,6 +250,29 @@ def actions_facts(
         )
     f.follow_up = _follow_up(marts, q, thr, now, scope, coverage, expiring, composition)
     return f
+
+
+def _renew_action(f: ActionFacts, expiring, now, q: Quarter, per_attempt, year) -> Action:
+    """Book the renewals due in the next 90 days, with the clusters they fall in."""
+    due = expiring.expiring
+    big = [c for c in now if c.expiring > 0]
+    return Action(
+        "renew",
+        sentence(
+            "Book the {n} renewals due by {d}",
+            n=fig("expiring", num(due)),
+            d=f"{q.end + timedelta(days=90):%d %b %Y}",
+        ),
+        _names(big, lambda c: num(c.expiring)) if big else "",
+        due * per_attempt if per_attempt is not None else None,
+        0.0,
+        sentence(
+            "keeps them certified: up to {v} a year, if each would otherwise hold none",
+            v=usd(f.per_engineer * due),
+        )
+        if f.per_engineer is not None and year is not None and year.of("measured")
+        else "keeps certifications active; no return measured here",
+    )
 
 
 def request_actions(plan: PlanFacts) -> list[Action]:
