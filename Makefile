@@ -109,8 +109,9 @@ test-spark: setup
 # must publish, and its published file must show no group of 1-4 people in a number or a text
 # (tests/test_companies.py). 35-60 s of CPU a company, about 16 CPU minutes in all, so not
 # part of `make test`, which scans the shared test company and one small company of its own;
-# .ci/run runs it after. -rA prints every company's line (seed, size, published, what it
-# shows), passed or not.
+# .ci/run runs it after. It also renders the report of a larger, older company (1,500
+# employees, 3 years) through the report's consistency checks (tests/test_report_consistency.py).
+# -rA prints every company's line (seed, size, published, what it shows), passed or not.
 test-companies: setup
 	$(UV) run pytest -m companies -n 2 --dist load -rA
 

@@ -313,8 +313,8 @@ def test_an_acronym_not_spelled_out_is_found(fixture_html):
 
 # (name, python -m tools generate flags): a company where certification changes nothing, a
 # small young one where most effects cannot be estimated, and a larger, older one (levels and
-# teams of every size, complementary suppression between large groups); the session's planted
-# company (600 employees) is the fourth (tests/conftest.py, shared_company)
+# teams of every size, complementary suppression between large groups; `make test-companies`);
+# the session's planted company (600 employees) is the fourth (tests/conftest.py, shared_company)
 GENERATED = {
     "null-world": ["--employees", "250", "--years", "2", "--seed", "4101",
                    "--incident-rate-ratio", "1", "--mttr-ratio", "1",
@@ -337,7 +337,15 @@ def _generated(root: Path, name: str) -> Path:
     return warehouse
 
 
-@pytest.fixture(scope="module", params=["planted", *GENERATED])
+# The larger, older company costs about a minute of pipeline: it runs with the generated
+# companies of `make test-companies` (marker `companies`, which .ci/run runs after `make test`).
+COMPANIES = [
+    pytest.param(name, marks=pytest.mark.companies) if name == "large-old" else name
+    for name in ("planted", *GENERATED)
+]
+
+
+@pytest.fixture(scope="module", params=COMPANIES)
 def company_report(request, shared_company, tmp_path_factory) -> tuple:
     """(the report's HTML, the marts it was rendered from, its quarter)."""
     if request.param == "planted":
