@@ -11,7 +11,8 @@ storage at a time; the tables, the files and the transaction of every event
 are Dagster's, so a `$DAGSTER_HOME` written by either reads with the other. Its connections
 commit in SQLite's WAL mode without waiting for the disk (synchronous NORMAL): at about 6 ms a
 synced commit and some 4,800 commits a nightly of a 600-employee company, the wait was 40 of
-the run's 260 s of wall time on a busy disk (cProfile, 4,791 commits) (`_wal_commits_without_fsync` says what it risks).
+the run's 260 s of wall time on a busy disk (cProfile, 4,791 commits); what it risks:
+`_wal_commits_without_fsync`.
 
 `dagster.yaml` names `TalentInstance` (`instance_class`), not a storage: Dagster still chooses
 the folder (`$DAGSTER_HOME`, or the temporary one a `dagster` command uses without it) and

@@ -162,10 +162,11 @@ def project_files(project_dir: Path) -> list[Path]:
 
 
 def ensure_manifest(settings: Settings | None = None, project: DbtProject = dbt_project) -> Path:
-    """Parse the project when the manifest is missing or stale, so definitions load anywhere.
+    """Prepare the manifest: parse the project when it is missing or older than a project file.
 
-    `prepare_if_dev()` only parses under `dagster dev`; tests, `dagster job execute` and the CLI
-    would otherwise fail at import on a fresh checkout.
+    Called by `make setup`, by `talent run` before it loads the definitions and, under
+    `dagster dev`, by `TalentDbtPreparer`; loading the definitions only reads the manifest
+    (`prepared_manifest`).
 
     With the run's `settings` (the CLI passes them before it loads the definitions) the parse
     renders the build's own profile and vars, so the partial-parse file it leaves is the one
