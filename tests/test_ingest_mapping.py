@@ -164,6 +164,22 @@ def test_init_profile_refuses_to_overwrite_and_names_unknown_exports(settings):
     assert bad.exit_code == 2 and "unknown export staff" in bad.output
 
 
+def test_a_header_of_unknown_spellings_asks_which_export_it_holds(settings):
+    """No column is a spelling the project knows: the advice does not guess an export (the
+    guess would be a tie of zeros), it names the folder's exports, and init-profile asks."""
+    people = settings.sources_dir / "hris" / "people.csv"
+    people.write_text(
+        "EEID,Given,Family,Mail Addr,Orig Hire,Term Dt\n1,Ann,Lee,a@x.com,2024-01-02,\n"
+    )
+    note = ingest_export(settings, "employees").not_loaded["hris/people.csv"]
+    assert f"talent sources init-profile {people} --export EXPORT`" in note
+    hris = [name for name, export in EXPORTS.items() if export.folder == "hris"]
+    assert f"one of {', '.join(hris)};" in note and "employees" in hris
+    asked = run("init-profile", str(people))
+    assert asked.exit_code == 2 and "name it with --export (one of employees" in asked.output
+    assert not (settings.sources_dir / "profiles").exists()
+
+
 def test_init_profile_finds_a_second_header_row(tmp_path):
     """SuccessFactors' field labels under its system keys: the starting profile skips them."""
     (tmp_path / "hris").mkdir()

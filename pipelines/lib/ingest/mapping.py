@@ -193,7 +193,8 @@ def suggest_exports(
     header: list[str], folder: str, profiles: dict[str, Profile] | None = None
 ) -> list[str]:
     """The exports of `folder` a header most likely holds: those for which at least 40 % of
-    the required columns are guessed (else the one with the most)."""
+    the required columns are guessed (else the one with the most); none when no required
+    column of any export is guessed (the user names the export: `folder_exports`)."""
     scores = []
     for name, export in EXPORTS.items():
         if export.folder != folder:
@@ -204,7 +205,13 @@ def suggest_exports(
     good = [name for share, _, name in scores if share >= 0.4]
     if good:
         return good
-    return [max(scores)[2]] if scores else []
+    best = max(scores, default=None)
+    return [best[2]] if best and best[1] else []
+
+
+def folder_exports(folder: str) -> list[str]:
+    """The exports a file of `folder` can hold, in the contract's order."""
+    return [name for name, export in EXPORTS.items() if export.folder == folder]
 
 
 def _sample(table: RawTable, column: str, limit: int = 500) -> list[str]:
@@ -429,6 +436,12 @@ def starting_profile(
     folder = path.parent.name if path.parent.name in SYSTEM_FOLDERS else None
     if not exports:
         exports = suggest_exports(table.header, folder or "hris", profiles)
+    if not exports:
+        raise ValueError(
+            f"none of the columns of {path.name} is a spelling of a required column the project "
+            "knows, so the export it holds cannot be guessed: name it with --export (one of "
+            f"{', '.join(folder_exports(folder or 'hris'))})"
+        )
     folders = {EXPORTS[e].folder for e in exports}
     if len(folders) != 1:
         raise ValueError(
@@ -450,10 +463,17 @@ def mapping_advice(header: list[str], path: Path, profiles: dict[str, Profile] |
     folder, sources = path.parent.name, path.parent.parent
     exports = suggest_exports(header, folder, profiles)
     command = f"talent sources init-profile {shlex.quote(str(path))}" + "".join(
-        f" --export {e}" for e in exports
+        f" --export {e}" for e in exports or ["EXPORT"]
+    )
+    which = (
+        ""
+        if exports
+        else " (EXPORT: the export the file holds, one of "
+        f"{', '.join(folder_exports(folder)) or ', '.join(EXPORTS)}; none of its columns is a "
+        "spelling the project knows)"
     )
     return (
-        f"If it is a tool's export, map its columns once: `{command}` writes a starting "
+        f"If it is a tool's export, map its columns once: `{command}`{which} writes a starting "
         f"profile to {sources / 'profiles'}/ with the columns it can guess and a TODO for each "
         f"one left to you; or name a profile that reads it in {sources / 'sources.yml'} "
         '(files: {"' + path.name + '": {profile: <name>}}). How: '
