@@ -23,7 +23,7 @@ help:
 	@echo "make postgres-stop - stop it"
 	@echo "make test-targets  - the pipeline on PostgreSQL and dbt on Spark, compared with DuckDB"
 	@echo "make test-spark    - only the Spark half of test-targets"
-	@echo "make test-companies - 22 generated companies, each run as the nightly and scanned for small groups"
+	@echo "make test-companies - 22 generated companies run as the nightly and scanned for small groups, and further companies of the end-to-end tests"
 	@echo "make test-privacy  - erasure and retention proven on whole runs of the sample"
 
 $(UV):
@@ -108,9 +108,11 @@ test-spark: setup
 # each generated and run as the nightly in a temporary folder of its own, two at a time: each
 # must publish, and its published file must show no group of 1-4 people in a number or a text
 # (tests/test_companies.py). 35-60 s of CPU a company, about 16 CPU minutes in all, so not
-# part of `make test`, which scans the shared test company and one small company of its own;
-# .ci/run runs it after. It also renders the report of a larger, older company (1,500
-# employees, 3 years) through the report's consistency checks (tests/test_report_consistency.py).
+# part of `make test`, which scans the shared test company and a small young one; .ci/run runs
+# it after. It also runs the end-to-end tests on the companies that repeat, on another shape,
+# what `make test` shows on one: the report's consistency checks of the company where
+# certification changes nothing and of a larger, older one (tests/test_report_consistency.py),
+# and the planted effects of a second 3,000-employee company (tests/test_effects_e2e.py).
 # -rA prints every company's line (seed, size, published, what it shows), passed or not.
 test-companies: setup
 	$(UV) run pytest -m companies -n 2 --dist load -rA

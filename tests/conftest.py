@@ -296,6 +296,69 @@ def shared_company(tmp_path_factory) -> Company:
     return company_in(built_once(tmp_path_factory, "company-600", build))
 
 
+# The shared company's quarterly report, rendered once per session (HTML, PDF and appendix) as
+# the pipeline renders it: the published marts with the build file's restricted aggregates. The
+# modules that read the report of the shared company read this one (each render costs about half
+# a minute). Never write into it.
+@pytest.fixture(scope="session")
+def shared_report(shared_company, tmp_path_factory) -> dict:
+    """{"quarter", "html" (path), "pdf", "pages", "sections", "charts", "headlines", "text"}."""
+    from pipelines.lib.report import latest_complete_quarter, render_report
+
+    published = shared_company.published
+
+    def build(root: Path) -> None:
+        result = render_report(
+            published,
+            latest_complete_quarter(published),
+            root / "reports",
+            restricted_db=shared_company.warehouse / "build" / "talent.duckdb",
+        )
+        result = {**result, "appendix": [str(p) for p in result["appendix"]]}
+        result = {k: str(v) if isinstance(v, Path) else v for k, v in result.items()}
+        (root / "result.json").write_text(json.dumps(result))
+
+    root = built_once(tmp_path_factory, "company-600-report", build)
+    result = json.loads((root / "result.json").read_text())
+    for key in ("html", "pdf"):
+        result[key] = Path(result[key])
+    result["appendix"] = [Path(p) for p in result["appendix"]]
+    result["text"] = result["html"].read_text(encoding="utf-8")
+    return result
+
+
+# Companies generated with the project's generator (`python -m tools generate` flags) and run
+# once per session by whichever module asks first: a company where certification changes nothing,
+# a small young one where most effects cannot be estimated, and a larger, older one (levels and
+# teams of every size, complementary suppression between large groups). Modules that read them:
+# tests/test_report_consistency.py (the report's consistency checks) and tests/test_companies.py
+# (the scan for small groups).
+GENERATED = {
+    "null-world": ["--employees", "250", "--years", "2", "--seed", "4101",
+                   "--incident-rate-ratio", "1", "--mttr-ratio", "1",
+                   "--attrition-hazard-ratio", "1"],
+    "small-young": ["--employees", "150", "--years", "1", "--seed", "4202",
+                    "--proneness-selection", "2"],
+    "large-old": ["--employees", "1500", "--years", "3", "--seed", "4303"],
+}  # fmt: skip
+
+
+def generated_warehouse(tmp_path_factory, name: str) -> Path:
+    """The warehouse of one clean nightly over the GENERATED company `name` (end 2026-06-30),
+    built once per session. Never write into it."""
+
+    def build(root: Path) -> None:
+        sources = root / "sources"
+        subprocess.run(
+            [sys.executable, "-m", "tools", "generate", "--out", str(sources), "--end-date",
+             "2026-06-30", "--quiet", *GENERATED[name]],
+            check=True, cwd=Path(__file__).resolve().parent.parent,
+        )  # fmt: skip
+        talent_run(sources, root / "warehouse")
+
+    return built_once(tmp_path_factory, f"generated-{name}", build) / "warehouse"
+
+
 BENCH_EMPLOYEES, BENCH_YEARS = 300, 1
 EARLIER_SCALE_RUN = {"sizes": {"50000": {"employees": 50000}}, "marginal_cost_ratio": 9.9}
 

@@ -9,8 +9,8 @@ The scan of the published file is written here, independently of the publishing 
 - no text value may quote a group of 1..MIN_GROUP_SIZE-1 people, in digits or words ("1
   engineers", "three responders", "engineers: bootcamp 2, online 30", "apprentices=3").
 
-`make test` runs the scan's own planted cases, the shared 600-employee company and one small
-company of this module's own; `make test-companies` (marker `companies`; .ci/run runs it after
+`make test` runs the scan's own planted cases, the shared 600-employee company and the small young
+company of tests/conftest.py (150 employees, one year); `make test-companies` (marker `companies`; .ci/run runs it after
 `make test`) runs twenty-two more companies of 300 to 20,000 employees, two at a time, each in
 its own temporary folder.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import talent_run
+from tests.conftest import generated_warehouse, talent_run
 
 MIN_GROUP_SIZE = 5
 
@@ -345,13 +345,16 @@ COMPANIES = [
     Spec(12000, 4, 8231, date(2026, 6, 30)),
     Spec(20000, 4, 8329),
 ]
-# the one `make test` runs as well: small, so that the default suite stays within its minutes
-DEFAULT_COMPANY = Spec(400, 2, 8101, date(2026, 6, 30))
 
 
 @pytest.mark.slow
-def test_a_small_company_of_its_own_publishes_no_small_group(tmp_path):
-    check(run_company(DEFAULT_COMPANY, tmp_path))
+def test_a_small_young_company_publishes_no_small_group(tmp_path_factory):
+    """The 150-employee company of one year that tests/test_report_consistency.py reads too
+    (tests/conftest.py, GENERATED; built once per session): most of its groups are small."""
+    published = generated_warehouse(tmp_path_factory, "small-young") / "talent.duckdb"
+    hits, seen = scan_published(published)
+    spec = Spec(150, 1, 4202, date(2026, 6, 30))
+    check(Outcome(spec, True, hits, seen))
 
 
 @pytest.mark.slow

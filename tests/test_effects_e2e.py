@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import talent_run
+from tests.conftest import built_once, talent_run
 from tools.generate import generate_company
 
 pytestmark = pytest.mark.slow
@@ -37,13 +37,25 @@ END = date(2026, 9, 30)
 SCOPE = "AI Infrastructure"
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=[f"seed{s}" for s in SEEDS])
+# The second seed runs with the generated companies of `make test-companies` (marker
+# `companies`, which .ci/run runs after `make test`): each company is two minutes of pipeline.
+SEED_PARAMS = [
+    pytest.param(s, id=f"seed{s}", marks=() if i == 0 else pytest.mark.companies)
+    for i, s in enumerate(SEEDS)
+]
+
+
+@pytest.fixture(scope="module", params=SEED_PARAMS)
 def company(request, tmp_path_factory):
     """(sources folder, ground truth, published marts) for one generated company."""
-    base = tmp_path_factory.mktemp(f"effects_{request.param}")
+
+    def build(root: Path) -> None:
+        generate_company(root / "sources", EMPLOYEES, YEARS, END, request.param, progress=False)
+        talent_run(root / "sources", root / "warehouse")
+
+    # once per session even when `make test-companies` spreads the tests over two workers
+    base = built_once(tmp_path_factory, f"effects-{request.param}", build)
     sources, warehouse = base / "sources", base / "warehouse"
-    generate_company(sources, EMPLOYEES, YEARS, END, request.param, progress=False)
-    talent_run(sources, warehouse)
     truth = json.loads((sources / "ground_truth.json").read_text())
     with duckdb.connect(str(warehouse / "talent.duckdb"), read_only=True) as con:
         marts = {

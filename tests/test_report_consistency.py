@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html as htmllib
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from pipelines.lib.report.sections.effects import ENGINEERS, EVENTS, EVIDENCE_WO
 from pipelines.lib.report.sections.incidents import status_label
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import talent_run  # noqa: E402
+from conftest import GENERATED, generated_warehouse  # noqa: E402
 from test_report import build_published_fixture, html_of  # noqa: E402
 
 # every name a count is printed with, longest first so "certified engineers at quarter end"
@@ -311,50 +310,33 @@ def test_an_acronym_not_spelled_out_is_found(fixture_html):
 
 # --- several generated companies --------------------------------------------------------------
 
-# (name, python -m tools generate flags): a company where certification changes nothing, a
-# small young one where most effects cannot be estimated, and a larger, older one (levels and
-# teams of every size, complementary suppression between large groups; `make test-companies`);
-# the session's planted company (600 employees) is the fourth (tests/conftest.py, shared_company)
-GENERATED = {
-    "null-world": ["--employees", "250", "--years", "2", "--seed", "4101",
-                   "--incident-rate-ratio", "1", "--mttr-ratio", "1",
-                   "--attrition-hazard-ratio", "1"],
-    "small-young": ["--employees", "150", "--years", "1", "--seed", "4202",
-                    "--proneness-selection", "2"],
-    "large-old": ["--employees", "1500", "--years", "3", "--seed", "4303"],
-}  # fmt: skip
-
-
-def _generated(root: Path, name: str) -> Path:
-    """Generate the company with the project's generator and run the pipeline over it."""
-    sources, warehouse = root / "sources", root / "warehouse"
-    subprocess.run(
-        [sys.executable, "-m", "tools", "generate", "--out", str(sources), "--end-date",
-         "2026-06-30", "--quiet", *GENERATED[name]],
-        check=True, cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
-    talent_run(sources, warehouse)
-    return warehouse
-
-
-# The larger, older company costs about a minute of pipeline: it runs with the generated
-# companies of `make test-companies` (marker `companies`, which .ci/run runs after `make test`).
+# The companies of tests/conftest.py's GENERATED (a company where certification changes
+# nothing, a small young one, a larger, older one) and the session's planted company (600
+# employees, shared_company). The small young one and the planted one run with `make test`; the
+# other two with the generated companies of `make test-companies` (marker `companies`, which
+# .ci/run runs after `make test`), keeping make test's minutes.
+IN_MAKE_TEST = ("planted", "small-young")
 COMPANIES = [
-    pytest.param(name, marks=pytest.mark.companies) if name == "large-old" else name
+    name if name in IN_MAKE_TEST else pytest.param(name, marks=pytest.mark.companies)
     for name in ("planted", *GENERATED)
 ]
 
 
 @pytest.fixture(scope="module", params=COMPANIES)
-def company_report(request, shared_company, tmp_path_factory) -> tuple:
-    """(the report's HTML, the marts it was rendered from, its quarter)."""
+def company_report(request, tmp_path_factory) -> tuple:
+    """(the report's HTML, the marts it was rendered from, its quarter): the planted company's
+    report is the session's (shared_report), the others are rendered here."""
     if request.param == "planted":
-        warehouse = shared_company.warehouse
+        report = request.getfixturevalue("shared_report")
+        warehouse = request.getfixturevalue("shared_company").warehouse
     else:
-        warehouse = _generated(tmp_path_factory.mktemp(request.param), request.param)
+        warehouse = generated_warehouse(tmp_path_factory, request.param)
     published = warehouse / "talent.duckdb"
     marts = load_marts(published, warehouse / "build" / "talent.duckdb")
     q = Quarter.parse(latest_complete_quarter(published))
+    if request.param == "planted":
+        assert report["quarter"] == q.label
+        return report["text"], marts, q
     return render_html(build_context(marts, q, 5, load_inputs())), marts, q
 
 

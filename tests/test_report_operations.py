@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.lib.report import latest_complete_quarter
 from pipelines.lib.report.data import load_marts
 from pipelines.lib.report.quarters import Quarter
 from pipelines.lib.report.render import build_context, load_inputs, render_html
@@ -48,13 +47,13 @@ def _figure(html: str, key: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def company(shared_company) -> dict:
+def company(shared_company, shared_report) -> dict:
+    """The shared company's report (tests/conftest.py, shared_report: rendered with the minimum
+    group size 5, THR) and the files it was rendered from."""
     warehouse = shared_company.warehouse
     published, build = warehouse / "talent.duckdb", warehouse / "build" / "talent.duckdb"
-    quarter = latest_complete_quarter(published)
-    marts = load_marts(published, build)
-    html = render_html(build_context(marts, Quarter.parse(quarter), THR, load_inputs()))
-    return {"html": html, "published": published, "build": build, "q": Quarter.parse(quarter)}
+    quarter = Quarter.parse(shared_report["quarter"])
+    return {"html": shared_report["text"], "published": published, "build": build, "q": quarter}
 
 
 def _sql(db: Path, query: str, params: list | None = None):

@@ -15,12 +15,9 @@ import re
 import shutil
 import subprocess
 from datetime import date
-from pathlib import Path
 
 import duckdb
 import pytest
-
-from pipelines.lib.report import latest_complete_quarter, render_report
 
 pytestmark = pytest.mark.slow
 
@@ -38,18 +35,11 @@ STATUS_LABELS = {
 
 
 @pytest.fixture(scope="module")
-def real(shared_company, tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("real-report")
-    warehouse = shared_company.warehouse  # read only: the report reads the published file
-    published = warehouse / "talent.duckdb"
-    # as the pipeline renders it: the build file's restricted aggregates beside the published file
-    result = render_report(
-        published,
-        latest_complete_quarter(published),
-        root / "reports",
-        restricted_db=warehouse / "build" / "talent.duckdb",
-    )
-    result["text"] = Path(result["html"]).read_text(encoding="utf-8")
+def real(shared_company, shared_report) -> dict:
+    """The shared company's report as the pipeline renders it (tests/conftest.py,
+    shared_report) with the published marts it was rendered from."""
+    published = shared_company.published
+    result = dict(shared_report)
     with duckdb.connect(str(published), read_only=True) as con:
         result["marts"] = {
             name: con.execute(f"select * from marts.{name}").df()
