@@ -9,8 +9,9 @@ every other file stays byte-identical with or without it.
 Every exit of an infrastructure employee opens a backfill requisition for the team and role
 (voluntary leavers give notice: opened up to 30 days before the last day; other exits up to
 7 days after it), unless it is cancelled (``cancel_share``). The simulation's next hire into
-that team and role fills the oldest open backfill (first in, first out); a hire with no open
-backfill fills a new-headcount requisition opened 30-90 days before. The time to fill is
+that team and role fills the oldest open backfill opened before the hire's first day (first in,
+first out); a hire with no such backfill fills a new-headcount requisition opened 30-90 days
+before. The time to fill is
 therefore the simulation's own (a vacancy is filled with probability 0.35 a month), not drawn
 here; the offer is accepted 14-42 days before the new hire's first day. A filled requisition
 went through an agency with probability ``agency_share`` for ``agency_fee_rate`` of the new
@@ -110,8 +111,11 @@ def _requisitions(sim: Simulation, model: RecruitingModel, rng: np.random.Genera
             if not req.cancelled:
                 queues.setdefault((team, role), []).append(req)
         else:
+            # the oldest backfill opened before the new hire's first day (a requisition
+            # opened after that day cannot have brought them)
             queue = queues.get((team, role)) or []
-            req = queue.pop(0) if queue else None
+            k = next((k for k, r in enumerate(queue) if r.opened < day), None)
+            req = queue.pop(k) if k is not None else None
             if req is None:
                 req = _Requisition(len(out) + 1, team, role, level,
                                    day - int(rng.integers(30, 91)))  # fmt: skip

@@ -25,65 +25,97 @@ per_backfill as (
     from backfills
 ),
 
-parts as (
+-- one value per backfill and part
+values_long as (
+    select
+        'hiring_cost' as component,
+        hiring_cost_usd as value_usd,
+        cast(null as double) as days
+    from per_backfill
+    union all
+    select
+        'vacancy_cost',
+        vacancy_cost_usd,
+        days_vacant
+    from per_backfill
+    union all
+    select
+        'measured_total',
+        measured_cost_usd,
+        cast(null as double)
+    from per_backfill
+    union all
+    select
+        'level_pay',
+        level_pay_usd,
+        cast(null as double)
+    from per_backfill
+),
+
+components as (
     select
         'hiring_cost' as component,
         1 as component_order,
         'Hiring cost: agency fee and advertising/assessment per filled backfill' as label,
-        'requisitions (agency_fee_usd + other_hiring_cost_usd)' as source,
-        avg(hiring_cost_usd) as amount_usd,
-        stddev_samp(hiring_cost_usd) as sd_usd,
-        cast(null as double) as mean_days,
-        count(*) as backfills
-    from per_backfill
+        'requisitions (agency_fee_usd + other_hiring_cost_usd)' as source
     union all
     select
         'vacancy_cost',
         2,
         'Vacancy: days the position stood empty x the level''s daily pay',
         'requisitions and employees (days from the last day worked to the new hire''s first '
-        || 'day) x seed skill_levels band midpoint / 365',
-        avg(vacancy_cost_usd),
-        stddev_samp(vacancy_cost_usd),
-        avg(days_vacant),
-        count(*)
-    from per_backfill
+        || 'day) x seed skill_levels band midpoint / 365'
     union all
     select
         'measured_total',
         3,
         'Measured replacement cost per voluntary exit (hiring + vacancy)',
-        'the two parts above, summed per backfill',
-        avg(measured_cost_usd),
-        stddev_samp(measured_cost_usd),
-        cast(null as double),
-        count(*)
-    from per_backfill
+        'the two parts above, summed per backfill'
     union all
     select
         'level_pay',
         4,
         'Pay of the leavers'' levels (band midpoint, a year)',
-        'seed skill_levels (salary_min_usd + salary_max_usd) / 2 at the leaver''s level',
-        avg(level_pay_usd),
-        stddev_samp(level_pay_usd),
-        cast(null as double),
-        count(*)
-    from per_backfill
+        'seed skill_levels (salary_min_usd + salary_max_usd) / 2 at the leaver''s level'
+),
+
+means as (
+    select
+        c.component,
+        c.component_order,
+        c.label,
+        c.source,
+        {{ exact_avg('v.value_usd') }} as amount_usd,
+        {{ exact_avg('v.days') }} as mean_days,
+        count(v.value_usd) as backfills
+    from components as c
+    left join values_long as v on c.component = v.component
+    group by c.component, c.component_order, c.label, c.source
+),
+
+spread as (
+    select
+        m.component,
+        {{ exact_sum('(v.value_usd - m.amount_usd) * (v.value_usd - m.amount_usd)') }}
+        / nullif(m.backfills - 1, 0) as variance
+    from means as m
+    inner join values_long as v on m.component = v.component
+    group by m.component, m.backfills
 ),
 
 final as (
     select
-        component,
-        component_order,
-        label,
-        source,
-        amount_usd,
-        amount_usd - 1.96 * sd_usd / sqrt(backfills) as ci_low_usd,
-        amount_usd + 1.96 * sd_usd / sqrt(backfills) as ci_high_usd,
-        mean_days,
-        backfills
-    from parts
+        m.component,
+        m.component_order,
+        m.label,
+        m.source,
+        m.amount_usd,
+        m.amount_usd - 1.96 * sqrt(s.variance / m.backfills) as ci_low_usd,
+        m.amount_usd + 1.96 * sqrt(s.variance / m.backfills) as ci_high_usd,
+        m.mean_days,
+        m.backfills
+    from means as m
+    left join spread as s on m.component = s.component
 )
 
 select * from final
