@@ -297,7 +297,7 @@ def generate_company(
         "model_notes": MODEL_NOTES,
         "fleet_index_by_month": extra["fleet_index_by_month"],
         "operations": ops,
-        "recruiting": {k: v for k, v in hiring.items() if k != "files"},
+        "recruiting": hiring,
         "counts": {k: v for k, v in summary.items() if k != "files"},
         "dirt": writer.dirt,
     }
