@@ -30,13 +30,16 @@ def test_sample_company_loads_completely_with_planted_dirt_where_planted(tmp_pat
 
     assert all(not r.files_failed and not r.unknown_files for r in results.values())
     with duckdb.connect(str(settings.raw_db), read_only=True) as con:
-        # the operations exports arrive as the tools' own files (Slurm, Grafana, ServiceNow,
-        # Jira): their rows are checked against the generator's own counts of what it wrote
+        # the operations and recruiting exports arrive as the tools' own files (Slurm, Grafana,
+        # ServiceNow, Jira, Greenhouse): their rows are checked against the generator's own
+        # counts of what it wrote
         ops = truth["operations"]["counts"]
         operations = {
             "gpu_usage": ("record_type = 'job'", ops["jobs"]),
             "changes": ("true", ops["changes"]),
             "capacity_changes": ("true", ops["capacity_projects"]),
+            # the Greenhouse openings report of the recruiting pass, one row per requisition
+            "requisitions": ("true", truth["recruiting"]["requisitions"]),
         }
         for export, (where, expected) in operations.items():
             loaded = con.execute(f'SELECT count(*) FROM "{export}" WHERE {where}').fetchone()[0]

@@ -420,7 +420,9 @@ def test_missing_exports_are_named_with_what_they_cost(settings):
         "gpu_usage",
         "capacity_changes",
         "changes",
+        "requisitions",
     }
+    assert "replacement cost per exit stays assumed" in missing["requisitions"]
     assert missing["gpu_fleet"] == "no fleet export: team templates by fleet size not shown"
 
 

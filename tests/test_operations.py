@@ -287,10 +287,11 @@ def manifest_file_names(raw_db: Path) -> set[str]:
 
 
 def contract_files(sources: Path) -> set[str]:
-    """The delivered files: those named as the contract names them, and the operations exports
-    the generator writes as the tools write them (listed in its ground truth)."""
+    """The delivered files: those named as the contract names them, and the operations and
+    recruiting exports the generator writes as the tools write them (listed in its ground
+    truth)."""
     truth = json.loads((sources / "ground_truth.json").read_text())
-    vendor = {Path(f).name for f in truth["operations"]["files"]}
+    vendor = {Path(f).name for f in truth["operations"]["files"] + truth["recruiting"]["files"]}
     return {
         p.name
         for folder in SOURCE_FOLDERS

@@ -32,8 +32,8 @@ INTRO = f"""# Export files: what talent-metrics reads
      Do not edit by hand: change the contracts and run the command again. -->
 
 A sources folder holds one sub-folder per source system: `hris/`, `lms/`, `incidents/`,
-`fleet/`, `changes/` (and `plans/`, what the workforce planner reads: see [plans](#plans)).
-Every file in those five is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
+`fleet/`, `changes/`, `recruiting/` (and `plans/`, what the workforce planner reads: see
+[plans](#plans)). Every file in those six is a delivery: a CSV or tab-separated file (`.csv`, `.tsv`) or an
 Excel workbook (`.xlsx`, first sheet). Two kinds are read:
 
 - **The tools' own exports, under the names the tools gave them** ("Employee Report.csv",
@@ -384,7 +384,7 @@ def render_readme() -> str:
     parts += [plan_input_section(e) for e in PLAN_INPUTS.values()]
     parts.append(VENDOR_INTRO)
     vendor = [p for p in load_profiles().values() if not p.name.startswith("contract-")]
-    order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3, "changes": 4}
+    order = {"hris": 0, "lms": 1, "incidents": 2, "fleet": 3, "changes": 4, "recruiting": 5}
     for profile in sorted(vendor, key=lambda p: (order.get(p.folder, 9), p.name)):
         parts.append(profile_section(profile))
     return "\n".join(parts).rstrip() + "\n"

@@ -13,6 +13,7 @@
         {"name": "gpu_fleet", "key": ["cluster", "as_of_date"], "columns": ["site", "gpu_model", "gpu_count"]},
         {"name": "gpu_usage", "key": ["record_type", "cluster", "usage_date", "job_id"], "columns": ["granularity", "job_state", "job_started_at", "job_ended_at", "job_hours", "gpus", "gpu_hours_available", "gpu_hours_allocated", "gpu_hours_busy", "gpu_hours_lost", "gpu_utilisation", "sm_active", "xid_errors"]},
         {"name": "capacity_changes", "key": ["project_id"], "columns": ["cluster", "change_type", "gpus_added", "delivered_on", "accepted_on", "led_by", "led_by_name"]},
-        {"name": "changes", "key": ["change_number"], "columns": ["cluster", "change_type", "implementer_email", "implementer_name", "requested_at", "planned_start", "planned_end", "actual_start", "actual_end", "close_code", "caused_incidents"]}
+        {"name": "changes", "key": ["change_number"], "columns": ["cluster", "change_type", "implementer_email", "implementer_name", "requested_at", "planned_start", "planned_end", "actual_start", "actual_end", "close_code", "caused_incidents"]},
+        {"name": "requisitions", "key": ["requisition_id"], "columns": ["replaces_employee_id", "level", "opened_on", "filled_on", "hired_employee_id", "agency_fee_usd", "other_hiring_cost_usd", "status"]}
     ]) }}
 {%- endmacro %}

@@ -45,7 +45,7 @@ class Column:
 @dataclass(frozen=True)
 class Export:
     name: str  # also the raw table name: raw.<name>
-    folder: str  # hris, lms, incidents, fleet, changes
+    folder: str  # hris, lms, incidents, fleet, changes, recruiting
     description: str
     columns: tuple[Column, ...]
     key: tuple[str, ...]
@@ -112,6 +112,7 @@ JOB_STATES = (
 CAPACITY_CHANGE_TYPES = ("expansion", "new_cluster")
 CHANGE_TYPES = ("standard", "normal", "emergency")
 CLOSE_CODES = ("successful", "successful_with_issues", "unsuccessful", "backed_out", "cancelled")
+REQUISITION_STATUSES = ("open", "filled", "cancelled")
 
 EXPORTS: dict[str, Export] = {
     e.name: e
@@ -597,6 +598,60 @@ EXPORTS: dict[str, Export] = {
                     required=False,
                     description="incident numbers the tool links as caused by the change, separated by , or ;",
                 ),
+            ),
+        ),
+        Export(
+            name="requisitions",
+            folder="recruiting",
+            description=(
+                "Requisitions from the applicant-tracking system (Greenhouse openings, Lever "
+                "requisitions, Workday Recruiting job requisitions), changed records: one row per "
+                "requisition, the person it replaces when it is a backfill, when it was opened and "
+                "filled, who was hired and what the hire cost (agency fee, advertising and "
+                "assessment). Prices what replacing a leaver costs (marts.replacement_cost)."
+            ),
+            key=("requisition_id",),
+            period_columns=("opened_on", "filled_on"),
+            columns=(
+                C("requisition_id", "string", description="requisition or opening id"),
+                C(
+                    "replaces_employee_id",
+                    "string",
+                    required=False,
+                    description="HRIS employee id of the leaver it replaces (a backfill); empty = new headcount",
+                ),
+                C(
+                    "level",
+                    "integer",
+                    required=False,
+                    description="1 Foundation .. 5 Architect (seed-facts levels) of the position; empty = the leaver's level",
+                ),
+                C("opened_on", "date", description="the day recruiting started"),
+                C(
+                    "filled_on",
+                    "date",
+                    required=False,
+                    description="the day the requisition was filled (offer accepted); empty while open",
+                ),
+                C(
+                    "hired_employee_id",
+                    "string",
+                    required=False,
+                    description="HRIS employee id of the person hired, once known",
+                ),
+                C(
+                    "agency_fee_usd",
+                    "decimal",
+                    required=False,
+                    description="fee paid to a recruiting agency for this hire; empty or 0 = no agency",
+                ),
+                C(
+                    "other_hiring_cost_usd",
+                    "decimal",
+                    required=False,
+                    description="advertising, assessment and other external cost of the requisition",
+                ),
+                C("status", "string", values=REQUISITION_STATUSES),
             ),
         ),
     )

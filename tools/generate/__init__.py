@@ -2,7 +2,8 @@
 
 `generate_company` simulates one company month by month and writes a full, coherent export set
 (HRIS, LMS, incident tool, fleet inventory; GPU usage, capacity projects and change requests
-as Slurm, DCGM/Grafana, Jira and ServiceNow write them) exactly as `pipelines.lib.contracts` describes it,
+as Slurm, DCGM/Grafana, Jira and ServiceNow write them; requisitions as a Greenhouse openings
+report writes them) exactly as `pipelines.lib.contracts` describes it,
 plus `ground_truth.json` with the effects it planted, so the statistics can be checked against
 a known answer. Same arguments and seed give byte-identical files.
 """
@@ -21,10 +22,17 @@ from pipelines.lib.contracts import EXPORTS
 from tools.generate import reference as ref
 from tools.generate.model import PlantedModel
 from tools.generate.operations import OPERATIONS_EXPORTS, OperationsModel, write_operations
+from tools.generate.recruiting import RecruitingModel, write_recruiting
 from tools.generate.simulate import INFRA, Simulation, month_starts
 from tools.generate.writer import DirtPlan, ExportWriter
 
-__all__ = ["OperationsModel", "PlantedModel", "default_dirt_plan", "generate_company"]
+__all__ = [
+    "OperationsModel",
+    "PlantedModel",
+    "RecruitingModel",
+    "default_dirt_plan",
+    "generate_company",
+]
 
 CERTIFIED_DEFINITION = (
     "holds at least one active certification on the date: issued_on <= date <= expires_on, "
@@ -172,13 +180,18 @@ def _summary(writer: ExportWriter, sim: Simulation, ops: dict, start: date, end:
     n = p.n
     infra = np.flatnonzero((p.division[:n] == INFRA) & (p.etype[:n] == 0))
     ever_certified = sum(1 for i in infra if sim.awards.get(int(i)))
-    # the operations exports are written as their tools write them (VendorFiles), not through
+    # the operations and recruiting exports are written as their tools write them, not through
     # the contract writer: their files count here, their rows in ground_truth's operations.counts
-    vendor_written = set(ops["files"])
+    # and recruiting.requisitions
+    vendor_written = set(ops["files"]) | set(ops.get("recruiting_files", ()))
     return {
         "files_written": len(writer.files) + len(vendor_written),
         "files": sorted(writer.files) + sorted(vendor_written),
-        "rows": {k: v for k, v in sorted(writer.rows.items()) if k not in OPERATIONS_EXPORTS},
+        "rows": {
+            k: v
+            for k, v in sorted(writer.rows.items())
+            if k not in (*OPERATIONS_EXPORTS, "requisitions")
+        },
         "people": int(n),
         "infra_engineers": int(infra.size),
         "infra_engineers_ever_certified": int(ever_certified),
@@ -222,8 +235,10 @@ def generate_company(
     overwrite: bool = False,
     engineer_month_log: list | None = None,
     operations: OperationsModel | None = None,
+    recruiting: RecruitingModel | None = None,
 ) -> dict:
-    """Write DIR/{hris,lms,incidents,fleet,changes}/ and DIR/ground_truth.json; return a summary.
+    """Write DIR/{hris,lms,incidents,fleet,changes,recruiting}/ and DIR/ground_truth.json; return
+    a summary.
 
     ``dirt`` plants the harmless defects every real delivery has (duplicates, a corrected
     re-delivery, blanks, mixed-case e-mails, CRLF, BOMs); ``garbage_rows`` adds two unreadable
@@ -231,7 +246,8 @@ def generate_company(
     list, receives one tuple per infrastructure engineer and month (see
     ``Simulation.engineer_month_log``): the planted expected incident counts, for tests.
     ``operations`` plants the GPU usage, capacity and change effects (see
-    ``tools.generate.operations``), written after the simulation from a stream of their own.
+    ``tools.generate.operations``), written after the simulation from a stream of their own;
+    ``recruiting`` the requisitions' hiring costs (``tools.generate.recruiting``), likewise.
     """
     _check_size(employees, years)
     model = model or PlantedModel()
@@ -255,8 +271,11 @@ def generate_company(
     sim.engineer_month_log = engineer_month_log
     extra = sim.run()
     ops = write_operations(out, sim, seed, operations or OperationsModel())
+    hiring = write_recruiting(out, sim, seed, recruiting or RecruitingModel())
 
-    summary = _summary(writer, sim, ops, months[0], end_date)
+    summary = _summary(
+        writer, sim, {**ops, "recruiting_files": hiring["files"]}, months[0], end_date
+    )
     truth = {
         **{
             k: getattr(model, k)
@@ -278,6 +297,7 @@ def generate_company(
         "model_notes": MODEL_NOTES,
         "fleet_index_by_month": extra["fleet_index_by_month"],
         "operations": ops,
+        "recruiting": hiring,
         "counts": {k: v for k, v in summary.items() if k != "files"},
         "dirt": writer.dirt,
     }

@@ -205,6 +205,11 @@ class Simulation:
         # -> (certified share of the team at month end, the team's engineers then)
         self.fleet_log: dict[tuple[int, int], int] = {}
         self.team_log: dict[tuple[int, int], tuple[float, tuple[int, ...]]] = {}
+        # read by the recruiting pass (tools/generate/recruiting.py): the infrastructure
+        # employees' exits ("exit", day, index, team, role, level, separation type) and the hires
+        # into their teams' vacancies ("hire", first day, index, team, role, level, salary), in
+        # the order they happen
+        self.staffing_log: list[tuple] = []
 
     # ------------------------------------------------------------------ set-up
     def _new_name(self) -> tuple[str, str]:
@@ -1070,6 +1075,10 @@ class Simulation:
             p.term[i] = day
             if self.exit_log is not None:
                 self.exit_log.append((i, day, ttype))
+            if p.division[i] == INFRA and p.etype[i] == EMPLOYEE:
+                self.staffing_log.append(
+                    ("exit", day, i, int(p.team[i]), int(p.role[i]), int(p.level[i]), ttype)
+                )
             if i in self.pending_exam and self.pending_exam[i][1] > day:
                 del self.pending_exam[i]
             self.stats["separations"] += 1
@@ -1177,12 +1186,15 @@ class Simulation:
                 gap = count - int((roles == r).sum())
                 for _ in range(max(0, gap)):
                     if rng.random() < fill_p:
-                        self.hire(
+                        i = self.hire(
                             INFRA,
                             ci,
                             r,
                             int(rng.integers(lo, hi + 1)),
                             ms + int(rng.integers(0, 28)),
+                        )
+                        self.staffing_log.append(
+                            ("hire", int(p.hire[i]), i, ci, r, int(p.level[i]), float(p.salary[i]))
                         )
             if rng.random() < 0.02:
                 etype = CONTRACTOR if rng.random() < 0.5 else INTERN

@@ -40,6 +40,7 @@ MISSING_CONSEQUENCE: dict[str, str] = {
     "gpu_usage": "no GPU usage export (Slurm job accounting, DCGM telemetry): utilisation and the efficiency return stay assumed",
     "capacity_changes": "no capacity change export (Jira epics, ServiceNow): commissioning time and the faster-deployment return stay assumed",
     "changes": "no change request export (ServiceNow change_request, Jira Service Management): the change failure rate stays unmeasured",
+    "requisitions": "no requisition export (Greenhouse, Lever, Workday Recruiting): the replacement cost per exit stays assumed",
 }
 
 

@@ -26,7 +26,11 @@ SUBJECT_COLUMNS: dict[str, dict[str, str]] = {
     "changes": {"implementer_email": "email", "implementer_name": "name"},
 }
 # ... and the columns that refer to another person (blanked, the row stays its owner's).
-REFERENCE_COLUMNS: dict[str, dict[str, str]] = {"job_history": {"manager_id": "id"}}
+REFERENCE_COLUMNS: dict[str, dict[str, str]] = {
+    "job_history": {"manager_id": "id"},
+    # a requisition names the leaver it replaces and the person hired; neither owns the row
+    "requisitions": {"replaces_employee_id": "id", "hired_employee_id": "id"},
+}
 # ... and the columns that list several people, separated by , or ; (a capacity project's
 # leads): the person's entries leave the list (`rewrite.blank_mentions`), the row stays.
 LIST_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {

@@ -53,6 +53,8 @@ REPORT_TABLES = (
     "capacity_commissioning",
     "change_outcomes",
     "operations_effect",
+    # the measured replacement cost per voluntary exit (requisitions export)
+    "replacement_cost",
     # the workforce plan's budget request and its backtest (issue 55)
     "workforce_plan",
     "workforce_plan_backtest",

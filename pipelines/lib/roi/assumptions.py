@@ -30,6 +30,8 @@ SOURCE_TYPES = {
     "domain": "domain document",
     "study": "published study",
     "estimate": "estimate",
+    # not in the assumptions file: a price the warehouse measured (roi.warehouse.measured_prices)
+    "measured": "this company's data",
 }
 
 

@@ -391,12 +391,15 @@ def headline_sensitivity(
     summed: Mapping[str, float],
     assumptions: Mapping[str, Assumption],
     effects: Mapping[str, EffectEvidence],
+    measured_prices: frozenset[str] = frozenset(),
 ) -> list[Swing]:
     """Assumptions one at a time (the others at base), then the statistical uncertainty of each
     measured effect and of all of them together; widest swing first within each kind.
 
     `assumptions` are the warehouse's (the measured effects in place of the assumed ratios). An
-    assumption that only prices a return the headline leaves out moves nothing and is left out."""
+    assumption that only prices a return the headline leaves out moves nothing and is left out,
+    and so does a price this company's data measure (`measured_prices`): it is no assumption
+    whose end could flip the verdict."""
     params = base_params(assumptions)
     used = {p for li in LINE_ITEMS for p in li.params} - set(ALL_EFFECTS)
 
@@ -407,7 +410,7 @@ def headline_sensitivity(
     rows: list[Swing] = []
     for name in sorted(used):
         a = assumptions.get(name)
-        if a is None or "warehouse" not in a.used_by:
+        if a is None or "warehouse" not in a.used_by or name in measured_prices:
             continue
         lo, hi = run({name: a.low}), run({name: a.high})
         if lo.net_roi == base.net_roi == hi.net_roi:

@@ -94,9 +94,16 @@ INPUT_MARTS: dict[str, tuple[str, ...]] = {
     ),
     "cluster_utilisation": ("month", "cluster", "gpu_hours_available", "certified_share"),
     "operations_effect": ("metric", "estimate", "ci_low", "ci_high"),
+    # recruiting (optional: without the requisitions export the replacement cost stays assumed)
+    "replacement_cost": ("component", "amount_usd", "ci_low_usd", "ci_high_usd", "backfills"),
 }
 # inputs a warehouse may lack: an empty frame stands in and the line stays assumed
-OPTIONAL_MARTS = ("capacity_commissioning", "cluster_utilisation", "operations_effect")
+OPTIONAL_MARTS = (
+    "capacity_commissioning",
+    "cluster_utilisation",
+    "operations_effect",
+    "replacement_cost",
+)
 OUTPUT_TABLES = ("roi_by_period", "roi_summary", "roi_sensitivity")
 # Where each input is read in the build file: the dbt marts' unsuppressed detail lives in schema
 # `restricted` (the published `marts.*` hide small groups, which would drop spend and exits from
@@ -440,6 +447,57 @@ def warehouse_assumptions(
     return out
 
 
+# prices a mart of this company can measure: the assumption it replaces -> (mart, the row
+# holding the measured price)
+MEASURED_PRICE_MARTS = {"replacement_cost_usd_per_exit": ("replacement_cost", "measured_total")}
+
+
+def measured_prices(
+    replacement_cost: pl.DataFrame,
+    assumptions: Mapping[str, Assumption],
+    min_group_size: int = 5,
+) -> tuple[dict[str, Assumption], frozenset[str]]:
+    """The assumptions with the prices this company's data measure in their place, and the
+    names of those prices (`evidence.price_evidence` reads them).
+
+    The replacement cost per voluntary exit is measured when marts.replacement_cost stands on at
+    least `min_group_size` filled backfills of voluntary exits: its `measured_total` (hiring
+    cost + vacancy) becomes the base, the 95 % interval of that mean its range. The new hire's
+    ramp-up is not in it: nothing here measures it, and a price that mixed an assumed part into
+    a measured one would be neither (README, "Measured prices"). Fewer backfills, or no
+    requisitions export: the assumed price stays, and so does its evidence."""
+    out = dict(assumptions)
+    name = "replacement_cost_usd_per_exit"
+    rows = {r["component"]: r for r in replacement_cost.iter_rows(named=True)}
+    total, a = rows.get("measured_total"), out.get(name)
+    if a is None or total is None or total["amount_usd"] is None:
+        return out, frozenset()
+    n = int(total["backfills"] or 0)
+    if n < min_group_size:
+        return out, frozenset()
+    base = float(total["amount_usd"])
+    lo, hi = total["ci_low_usd"], total["ci_high_usd"]
+    parts = ", ".join(
+        f"{rows[c]['label'].split(':')[0].lower()} {rows[c]['amount_usd']:,.0f} USD"
+        for c in ("hiring_cost", "vacancy_cost")
+        if c in rows and rows[c]["amount_usd"] is not None
+    )
+    out[name] = replace(
+        a,
+        base=base,
+        low=max(0.0, min(base, float(lo))) if lo is not None else base,
+        high=max(base, float(hi)) if hi is not None else base,
+        source=f"marts.replacement_cost: the mean over {n} filled backfills of voluntary exits "
+        f"({parts}); the new hire's ramp-up is not measured and not included",
+        source_type="measured",
+        basis="marts.replacement_cost (mean, 95 % interval of the mean)",
+        published_range="",
+        file="",
+        line=None,
+    )
+    return out, frozenset({name})
+
+
 OPERATIONS_UNITS = {
     "commissioning_time_ratio": "ratio (days to production, all leads certified / none)",
     "lost_share_per_10_points": "difference in the lost share of available GPU-hours per 10 "
@@ -554,7 +612,9 @@ MEASURED_INVESTMENT = ("course_fees", "bootcamp_fees", "exam_fees", "vendor_disc
                        "transition_support")  # fmt: skip
 
 
-def evidence_tags(li, mine: list, params: Params) -> tuple[str, str]:
+def evidence_tags(
+    li, mine: list, params: Params, measured: frozenset[str] = frozenset()
+) -> tuple[str, str]:
     """(effect_evidence, price_evidence) of a summary line. A return's effect is `measured` when
     it rests on effects estimated from this company's data (shown or not: `evidence` says
     which), `assumed` when it rests on a stated value or on an effect that is not estimable; its
@@ -564,7 +624,7 @@ def evidence_tags(li, mine: list, params: Params) -> tuple[str, str]:
     if li.category == "investment":
         return "investment", "measured" if li.item in MEASURED_INVESTMENT else "assumed"
     estimated = any(c.evidence in ("measured", "not_shown") for c in mine)
-    prices = {c.price_evidence for c in mine} or {price_evidence(li.item, params, frozenset())}
+    prices = {c.price_evidence for c in mine} or {price_evidence(li.item, params, measured)}
     return ("measured" if estimated else "assumed"), (
         "measured" if prices == {"measured"} else "assumed"
     )
@@ -576,6 +636,7 @@ def roi_summary(
     unavailable: Mapping[str, str] | None = None,
     effects: Mapping[str, EffectEvidence] | None = None,
     min_group_size: int = 5,
+    measured: frozenset[str] = frozenset(),
 ) -> pl.DataFrame:
     """One row per line item over the whole window, with its formula, priced inputs and status
     (investment, measured, stated, unavailable: no amount, the note says why), and the strength
@@ -594,7 +655,7 @@ def roi_summary(
         if end is None
         else (pl.select(pl.lit(end).dt.offset_by("3mo").dt.offset_by("-1d")).item())
     )
-    parts = components(summed, params, effects or {}) if effects is not None else []
+    parts = components(summed, params, effects or {}, measured) if effects is not None else []
     rows = []
     for li in LINE_ITEMS:
         drivers, names = active_inputs(li, params)
@@ -604,7 +665,7 @@ def roi_summary(
         status, note = item_status(li.item, li.category, unavailable or {}, params)
         mine = [c for c in parts if c.item == li.item]
         kinds = sorted({c.evidence for c in mine})
-        effect_ev, price_ev = evidence_tags(li, mine, params)
+        effect_ev, price_ev = evidence_tags(li, mine, params, measured)
         rows.append(
             {
                 "category": li.category,
@@ -651,7 +712,11 @@ def roi_summary(
     )
 
 
-def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]) -> pl.DataFrame:
+def roi_sensitivity(
+    drivers: pl.LazyFrame,
+    assumptions: Mapping[str, Assumption],
+    measured: frozenset[str] = frozenset(),
+) -> pl.DataFrame:
     """Tornado table over the window's net ROI; the drivers are summed once, then re-priced."""
     summed = drivers.select([_f(c).sum().alias(c) for c in DRIVER_COLUMNS]).collect()
     lf = summed.lazy()
@@ -669,7 +734,8 @@ def roi_sensitivity(drivers: pl.LazyFrame, assumptions: Mapping[str, Assumption]
         }
     }
     table = sensitivity(lambda p: totals(lf, p)["net_roi"], ranges, base_params(assumptions), joint)
-    statistical = [*ALL_EFFECTS, *joint]
+    # a measured price moves over the interval of its mean, as an effect does
+    statistical = [*ALL_EFFECTS, *joint, *measured]
     return table.with_columns(
         kind=pl.when(pl.col("assumption").is_in(statistical))
         .then(pl.lit("statistical"))
@@ -683,6 +749,7 @@ OPTIONAL_TYPES = {
     "project_id": pl.String,
     "cluster": pl.String,
     "metric": pl.String,
+    "component": pl.String,
 }
 
 
@@ -701,7 +768,11 @@ def build_roi_tables(
     """All three output tables from the input marts (LazyFrames keyed by mart name)."""
     effect = marts["certification_effect"].collect()
     operations = _optional(marts, "operations_effect").collect()
-    assumed = warehouse_assumptions(assumptions, effect, operations)
+    assumed, measured = measured_prices(
+        _optional(marts, "replacement_cost").collect(),
+        warehouse_assumptions(assumptions, effect, operations),
+        min_group_size,
+    )
     params = base_params(assumed)
     drivers = (
         quarterly_drivers(
@@ -730,8 +801,9 @@ def build_roi_tables(
             unavailable_effects(effect),
             read_effect_evidence(pl.concat([effect, operations], how="diagonal_relaxed")),
             min_group_size,
+            measured,
         ),
-        "roi_sensitivity": roi_sensitivity(drivers, assumed),
+        "roi_sensitivity": roi_sensitivity(drivers, assumed, measured),
     }
 
 
@@ -803,8 +875,9 @@ COLUMN_COMMENTS = {
         "they are shown) or assumed (a stated value of the assumptions file, or an effect that "
         "is not estimable); investment for an investment line",
         "price_evidence": "measured (every price of the line comes from this company's data: "
-        "fees charged) or assumed (a value of the assumptions file prices it, e.g. the "
-        "replacement cost per exit or the fleet's cost per GPU-hour)",
+        "fees charged, the replacement cost per exit from marts.replacement_cost) or assumed (a "
+        "value of the assumptions file prices it, e.g. the replacement cost per exit without "
+        "the requisitions export, or the fleet's cost per GPU-hour)",
         "rests_on": "the effects (certification_effect.metric, operations_effect.metric) the "
         "return rests on",
         "counted_usd": "USD of the return resting only on effects the data show (the other "

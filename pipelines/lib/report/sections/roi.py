@@ -71,7 +71,12 @@ from pipelines.lib.roi.model import (
     OPERATIONS_EFFECTS,
     active_inputs,
 )
-from pipelines.lib.roi.warehouse import DRIVER_SOURCES, PEOPLE_DRIVERS, warehouse_assumptions
+from pipelines.lib.roi.warehouse import (
+    DRIVER_SOURCES,
+    PEOPLE_DRIVERS,
+    measured_prices,
+    warehouse_assumptions,
+)
 
 EVIDENCE_ORDER = {"measured": 0, "not_shown": 1, "assumed": 2, "unavailable": 3}
 EVIDENCE_STATUS = {"measured": "shown", "not_shown": "not_shown", "unavailable": "not_estimable"}
@@ -286,11 +291,20 @@ def _by_period(marts: Marts) -> pl.DataFrame | None:
     return pl.from_pandas(bp[cols].astype({c: "float64" for c in DRIVER_COLUMNS}))
 
 
+def _no_replacement_cost() -> pl.DataFrame:
+    return pl.DataFrame(schema={"component": pl.String, "amount_usd": pl.Float64})
+
+
 def price_windows(
-    marts: Marts, q: Quarter, effects: dict[str, Effect], assumptions_path: Path | None
+    marts: Marts,
+    q: Quarter,
+    effects: dict[str, Effect],
+    assumptions_path: Path | None,
+    min_group_size: int = 5,
 ) -> tuple[Headline, Headline, list[Swing], dict[str, Assumption]] | str:
     """The headline of the last 12 months and since the start, the sensitivity of the first,
-    and the assumptions as priced; or why the ROI cannot be priced."""
+    and the assumptions as priced (a price measured from marts.replacement_cost in place of
+    its assumption); or why the ROI cannot be priced."""
     bp = _by_period(marts)
     if bp is None:
         return (
@@ -309,15 +323,25 @@ def price_windows(
         )
     except RoiInputError as exc:
         return str(exc)
+    rc = marts.get("replacement_cost")
+    assumed, measured = measured_prices(
+        pl.from_pandas(rc) if rc is not None and not rc.empty else _no_replacement_cost(),
+        assumed,
+        min_group_size,
+    )
     params = base_params(assumed)
     ev = evidence_of({**effects, **ops})
     quarters = sorted(d for d in bp["period_start"].to_list() if d <= q.start)
     if not quarters:
         return f"roi_by_period has no quarter up to {q.label}"
     year_start = max(q.trailing(4)[0].start, quarters[0])
-    year = headline(window_drivers(bp, year_start, q.start), params, ev, year_start, q.end)
-    since = headline(window_drivers(bp, quarters[0], q.start), params, ev, quarters[0], q.end)
-    swings = headline_sensitivity(window_drivers(bp, year_start, q.start), assumed, ev)
+    year = headline(
+        window_drivers(bp, year_start, q.start), params, ev, year_start, q.end, measured
+    )
+    since = headline(
+        window_drivers(bp, quarters[0], q.start), params, ev, quarters[0], q.end, measured
+    )
+    swings = headline_sensitivity(window_drivers(bp, year_start, q.start), assumed, ev, measured)
     return year, since, swings, assumed
 
 
@@ -499,6 +523,8 @@ def short_source(a: Assumption) -> str:
     """The kind of source and its short name: the section of the domain document, the studies
     with their years and the range they support, or that it is an estimate."""
     text = " ".join(a.source.split())
+    if a.source_type == "measured":
+        return f"measured: {text}"
     if a.source_type == "domain":
         m = re.search(r'seed-facts\.md "[^"]+"', text)
         return f"domain document: {m.group(0) if m else text}"
@@ -615,14 +641,16 @@ def _effect_rows(f: RoiFacts, effects: dict[str, Effect]) -> list[InputRow]:
 
 def _assumption_row(a: Assumption, name: str) -> InputRow:
     kind = SOURCE_TYPES.get(a.source_type, a.source_type)
+    evidence = "measured" if a.source_type == "measured" else "assumed"
+    where = a.location or ("marts.replacement_cost" if evidence == "measured" else
+                           "assumptions file")  # fmt: skip
     return InputRow(
         ASSUMPTION_LABELS.get(name, nice(name)),
         assumption_value(a),
         "",
-        sentence("{src}; {where}", src=short_source(a), where=a.location or "assumptions file"),
-        [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", a.location,
-         "assumed"],
-        "assumed",
+        sentence("{src}; {where}", src=short_source(a), where=where),
+        [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", where, evidence],
+        evidence,
     )  # fmt: skip
 
 
@@ -797,7 +825,7 @@ def roi_section(
     sid, title = "roi", "Return on investment: what it counts and what it rests on"
     section, facts = Section(sid, title), RoiFacts()
     spend_tables = _spend(marts, q, thr, facts)
-    priced = price_windows(marts, q, effects, assumptions_path)
+    priced = price_windows(marts, q, effects, assumptions_path, thr)
     if isinstance(priced, str):
         facts.why_not = priced
         section.notes.append(f"ROI: not available ({priced}). Spend figures are actual charges.")

@@ -254,7 +254,8 @@ def _in_headline(e: Effect, r: RoiFacts) -> Markup | str:
     if e.metric == "attrition_hazard_ratio" and "replacement_cost_usd_per_exit" in r.assumptions:
         a = r.assumptions["replacement_cost_usd_per_exit"]
         text += sentence(
-            " at an assumed {v} per exit (range {lo}–{hi})",
+            " at {kind} {v} per exit (range {lo}–{hi})",
+            kind="a measured" if a.source_type == "measured" else "an assumed",
             v=usd(a.base),
             lo=money(a.low),
             hi=money(a.high),
