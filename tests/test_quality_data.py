@@ -248,6 +248,20 @@ def clean_tables() -> dict[str, list[dict[str, Any]]]:
                 "caused_incidents": None,
             },
         ],
+        # the backfill of the voluntary leaver above (E006, left 2024-05-31)
+        "requisitions": [
+            {
+                "requisition_id": "REQ-0001",
+                "replaces_employee_id": ids[5],
+                "level": 3,
+                "opened_on": "2024-05-01",
+                "filled_on": "2024-07-15",
+                "hired_employee_id": None,
+                "agency_fee_usd": 21000.0,
+                "other_hiring_cost_usd": 3000.0,
+                "status": "filled",
+            },
+        ],
     }
 
 

@@ -244,7 +244,9 @@ export the project has no profile for:
 
 1. `talent sources init-profile <sources>/hris/"Roster.csv" --export employees` (repeat
    `--export` for a file that feeds several exports, e.g. `--export job_history`; without it
-   the exports are guessed from the header) writes a starting profile to
+   the exports are guessed from the header, and when none of the header's columns is a
+   spelling the project knows, the command asks for `--export` and names the folder's exports)
+   writes a starting profile to
    `<sources>/profiles/<name>.yaml` (`--name`, `--output` to choose; next to the file when it
    is not in a sources folder). Each of our columns is mapped to the file's column whose name
    is ours, one of its aliases above, a spelling a shipped profile reads, or a common one
