@@ -171,3 +171,18 @@ def test_enough_backfills_measure_the_price_with_its_interval():
     assert a.source_type == "measured" and "ramp-up is not measured" in a.source
     params = {n: x.base for n, x in out.items()}
     assert price_evidence("attrition_cost_avoided", params, measured) == "measured"
+
+
+def test_page_one_names_a_measured_price_as_a_lower_bound():
+    """Page 1 prices an exit at the measured cost and says what it leaves out; an assumed price
+    reads as before."""
+    from pipelines.lib.report.sections.roi import RoiFacts
+    from pipelines.lib.report.sections.summary import price_text
+
+    assumed = load_assumptions(DEFAULT_ASSUMPTIONS_PATH)
+    out, _ = measured_prices(_frame(MIN_GROUP, 20000.0), assumed, MIN_GROUP)
+    text = price_text("replacement_cost_usd_per_exit", RoiFacts(assumptions=out))
+    assert text.startswith("$40,000 per voluntary exit (hiring and vacancy;")
+    assert "ramp-up is not measured and not included, so it is a lower bound" in text
+    plain = price_text("replacement_cost_usd_per_exit", RoiFacts(assumptions=assumed))
+    assert plain == "$150,000 per voluntary exit"

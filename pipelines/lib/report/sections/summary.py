@@ -102,14 +102,27 @@ PRICE_UNITS = {
 }
 
 
+# what a price measured from this company's data leaves out, said wherever page 1 names it
+MEASURED_LEAVES_OUT = {
+    "replacement_cost_usd_per_exit": (
+        "hiring and vacancy; the new hire's ramp-up is not measured and not included, "
+        "so it is a lower bound"
+    ),
+}
+
+
 def price_text(name: str, r: RoiFacts) -> str:
-    """`$150,000 per voluntary exit`; the fleet's cost per GPU-year prices GPU-hours."""
+    """`$150,000 per voluntary exit`; the fleet's cost per GPU-year prices GPU-hours; a measured
+    price says what it leaves out."""
     a = r.assumptions.get(name)
     if a is None:
         return name
     if name == "fleet_cost_usd_per_gpu_year":
         return f"${a.base / HOURS_PER_YEAR:,.2f} per GPU-hour of capacity"
-    return f"{usd(a.base)} {PRICE_UNITS.get(name, 'per unit')}"
+    text = f"{usd(a.base)} {PRICE_UNITS.get(name, 'per unit')}"
+    if a.source_type == "measured" and name in MEASURED_LEAVES_OUT:
+        text += f" ({MEASURED_LEAVES_OUT[name]})"
+    return text
 
 
 def multiplied(c: Component, r: RoiFacts) -> Markup:
