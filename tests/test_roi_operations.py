@@ -163,15 +163,12 @@ def test_every_line_of_the_summary_carries_both_evidence_tags():
         assert set(returns["price_evidence"]) == {"assumed"}
 
 
-def _facts(estimable: bool) -> RoiFacts:
-    assumed = warehouse_assumptions(
-        ASSUMPTIONS, _marts()["certification_effect"].collect(), _ops_effect(estimable)
-    )
+def _facts(estimable: bool, operations: bool = True) -> RoiFacts:
+    """Page 1's facts; `operations` False: no operations export delivered (no effect rows)."""
+    ops = _ops_effect(estimable) if operations else _ops_effect(estimable).head(0)
+    assumed = warehouse_assumptions(ASSUMPTIONS, _marts()["certification_effect"].collect(), ops)
     effects = read_effect_evidence(
-        pl.concat(
-            [_marts()["certification_effect"].collect(), _ops_effect(estimable)],
-            how="diagonal_relaxed",
-        )
+        pl.concat([_marts()["certification_effect"].collect(), ops], how="diagonal_relaxed")
     )
     summed = {
         "certified_voluntary_exits": 10.0,
@@ -196,6 +193,12 @@ def test_page_one_never_draws_a_bar_for_assumed_money_and_says_how_to_measure_it
     for c in assumed:
         assert c.label not in chart.svg
         assert c.label.lower() in text
+    # the exports were delivered, the effects are not estimable: more of them would measure it
+    assert "the gpu_usage export holds too few clusters and months to measure it" in text
+    assert "the capacity_changes export holds too few expansions to measure it" in text
+    assert "export would measure it" not in text
+    # without the exports, page 1 names the export that would measure each
+    text = str(verdict(_facts(estimable=False, operations=False)))
     assert "gpu_usage export would measure it" in text
     assert "capacity_changes export would measure it" in text
 

@@ -177,6 +177,19 @@ MEASURE_WITH = {
     "faster_deployment": "the capacity_changes export would measure it",
     "contractor_cost_avoided": "no export here shows that training replaced the hours",
 }
+# the same, when the export was delivered but holds too little to estimate the effect
+MEASURE_MORE = {
+    "efficiency": "the gpu_usage export holds too few clusters and months to measure it",
+    "faster_deployment": "the capacity_changes export holds too few expansions to measure it",
+}
+
+
+def how_to_measure(c) -> str:
+    """What would measure a return resting on assumptions: the export, or more of it when the
+    export is there and its effect is not estimable (the component's reason says which)."""
+    if c.item in MEASURE_MORE and "not estimable" in c.why:
+        return MEASURE_MORE[c.item]
+    return MEASURE_WITH.get(c.item, c.why)
 
 
 def assumed_lines(r: RoiFacts) -> Markup:
@@ -192,7 +205,7 @@ def assumed_lines(r: RoiFacts) -> Markup:
                 "{label} {v} ({how})",
                 label=lower_first(c.label),
                 v=money(c.amount or 0.0),
-                how=MEASURE_WITH.get(c.item, c.why),
+                how=how_to_measure(c),
             )
             for c in h.of("assumed")
             if c.amount
