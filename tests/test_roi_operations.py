@@ -9,6 +9,7 @@ the assumptions file's fleet cost per GPU-year over 8,760 hours.
 
 from __future__ import annotations
 
+import html
 from datetime import date
 
 import polars as pl
@@ -25,6 +26,7 @@ from tools.generate.operations import OperationsModel
 
 PLANTED = OperationsModel()
 ASSUMPTIONS = load_assumptions(DEFAULT_ASSUMPTIONS_PATH)
+MIN_GROUP = 5
 GPU_HOUR = ASSUMPTIONS["fleet_cost_usd_per_gpu_year"].base / 8760.0
 
 PROJECTS = pl.DataFrame(
@@ -377,3 +379,72 @@ def test_certifying_is_priced_from_one_to_every_certification_the_role_requires(
     action = Action("certify", "", "", 7 * 1000.0, 0.0, "", one_off_most=9 * 1000.0)
     assert _one_off(action) == "$7,000 to $9,000"
     assert _one_off(Action("certify", "", "", 7000.0, 0.0, "", 7000.0)) == "$7,000"
+
+
+# --- the company's own figure: a price its named owner states -----------------------------------
+
+
+def _with_company_gpu_cost(tmp_path, owner: str | None = "Finance, infrastructure controlling"):
+    """The shipped assumptions file with the fleet's cost per GPU-year stated by the company."""
+    import yaml
+
+    doc = yaml.safe_load(DEFAULT_ASSUMPTIONS_PATH.read_text(encoding="utf-8"))
+    entry = doc["assumptions"]["fleet_cost_usd_per_gpu_year"]
+    entry.update(source_type="company", source="finance: depreciation and power per GPU-year")
+    entry.update(low=6000, base=7008, high=8000, set_on="2026-01-15")
+    if owner is not None:
+        entry["owner"] = owner
+    path = tmp_path / "assumptions.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_a_company_figure_needs_its_owner(tmp_path):
+    from pipelines.lib.roi import RoiInputError
+
+    with pytest.raises(RoiInputError, match="a company figure needs 'owner:'"):
+        load_assumptions(_with_company_gpu_cost(tmp_path, owner=None))
+    a = load_assumptions(_with_company_gpu_cost(tmp_path))["fleet_cost_usd_per_gpu_year"]
+    assert (a.source_type, a.owner, a.set_on) == (
+        "company",
+        "Finance, infrastructure controlling",
+        "2026-01-15",
+    )
+
+
+def test_a_company_figure_prices_as_the_company_s_data_and_page_one_names_its_owner(tmp_path):
+    from pipelines.lib.roi.evidence import headline_sensitivity
+    from pipelines.lib.roi.warehouse import measured_prices
+
+    own = load_assumptions(_with_company_gpu_cost(tmp_path))
+    ops = _ops_effect(True)
+    cert = _marts()["certification_effect"].collect()
+    no_requisitions = pl.DataFrame(schema={"component": pl.String, "amount_usd": pl.Float64})
+    assumed, measured = measured_prices(
+        no_requisitions, warehouse_assumptions(own, cert, ops), MIN_GROUP
+    )
+    assert measured == {"fleet_cost_usd_per_gpu_year"}
+    effects = read_effect_evidence(pl.concat([cert, ops], how="diagonal_relaxed"))
+    summed = {"certified_share_gpu_hours": 5_000_000.0, "course_list_price_usd": 200_000.0}
+    params = base_params(assumed)
+    h = headline(summed, params, effects, date(2023, 10, 1), date(2024, 9, 30), measured)
+    efficiency = next(c for c in h.parts if c.item == "efficiency")
+    assert efficiency.evidence == "measured" and efficiency.price_evidence == "measured"
+    # the owner's figure is no assumption whose end could flip the verdict
+    swings = headline_sensitivity(summed, assumed, effects, measured)
+    assert "fleet_cost_usd_per_gpu_year" not in {s.name for s in swings}
+    text = html.unescape(
+        str(verdict(RoiFacts(year=h, since=h, swings=swings, assumptions=assumed)))
+    )
+    price = f"${7008 / 8760:,.2f} per GPU-hour of capacity"
+    assert (
+        f"the company's own price of {price} "
+        "(stated by Finance, infrastructure controlling, 2026-01-15)"
+    ) in text
+    # with the shipped (assumed) figure the same line reads as assumed
+    plain, none = measured_prices(
+        no_requisitions, warehouse_assumptions(ASSUMPTIONS, cert, ops), MIN_GROUP
+    )
+    assert none == frozenset()
+    h = headline(summed, base_params(plain), effects, date(2023, 10, 1), date(2024, 9, 30))
+    assert next(c for c in h.parts if c.item == "efficiency").price_evidence == "assumed"

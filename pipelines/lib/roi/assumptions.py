@@ -30,6 +30,10 @@ SOURCE_TYPES = {
     "domain": "domain document",
     "study": "published study",
     "estimate": "estimate",
+    # the company's own figure (e.g. finance's cost of a GPU-hour), which a named owner states
+    # in the assumptions file (`owner:`, `set_on:`): it prices a return as this company's data
+    # do (roi.warehouse.measured_prices), never as an assumption whose range flips the verdict
+    "company": "this company's own figure",
     # not in the assumptions file: a price the warehouse measured (roi.warehouse.measured_prices)
     "measured": "this company's data",
 }
@@ -55,6 +59,9 @@ class Assumption:
     published_range: str = ""  # for a study: the range the publication supports
     file: str = ""  # the assumptions file it was read from, and its line there
     line: int | None = None
+    # of a company figure (source_type company): who in the company states it, and when
+    owner: str = ""
+    set_on: str = ""
 
     @property
     def location(self) -> str:
@@ -114,7 +121,20 @@ def _source_type(entry: dict, where: str) -> str:
     if declared not in SOURCE_TYPES:
         raise RoiInputError(
             f"{where}, field 'source_type': {declared!r} is not one of "
-            f"{', '.join(SOURCE_TYPES)} (domain document, published study, estimate)"
+            f"{', '.join(t for t in SOURCE_TYPES if t != 'measured')} (domain document, "
+            "published study, estimate, the company's own figure with its owner)"
+        )
+    if declared == "measured":
+        raise RoiInputError(
+            f"{where}, field 'source_type': 'measured' is set by the warehouse for a price its "
+            "data measure; a figure of the company's own (finance's, say) is 'company', with "
+            "'owner:'"
+        )
+    if declared == "company" and not str(entry.get("owner") or "").strip():
+        raise RoiInputError(
+            f"{where}: a company figure needs 'owner:', the role or person in the company who "
+            "states it (e.g. 'owner: Finance, infrastructure controlling'), and ideally "
+            "'set_on:', the day they did"
         )
     if declared == "study" and not entry.get("published_range"):
         raise RoiInputError(
@@ -163,6 +183,8 @@ def load_assumptions(path: Path | str) -> dict[str, Assumption]:
             published_range=str(entry.get("published_range") or ""),
             file=str(path),
             line=lines.get(name),
+            owner=str(entry.get("owner") or "").strip(),
+            set_on=str(entry.get("set_on") or "").strip(),
         )
     return out
 

@@ -458,7 +458,9 @@ def measured_prices(
     min_group_size: int = 5,
 ) -> tuple[dict[str, Assumption], frozenset[str]]:
     """The assumptions with the prices this company's data measure in their place, and the
-    names of those prices (`evidence.price_evidence` reads them).
+    names of the prices that come from the company (`evidence.price_evidence` reads them): those
+    measured here, and the company's own figures its named owner states in the assumptions file
+    (source_type company, e.g. finance's cost of a GPU-year).
 
     The replacement cost per voluntary exit is measured when marts.replacement_cost stands on at
     least `min_group_size` filled backfills of voluntary exits: its `measured_total` (hiring
@@ -467,14 +469,16 @@ def measured_prices(
     a measured one would be neither (README, "Measured prices"). Fewer backfills, or no
     requisitions export: the assumed price stays, and so does its evidence."""
     out = dict(assumptions)
+    # the company's own figures (source_type company, with their owner) price as its data do
+    stated = frozenset(n for n, a in out.items() if a.source_type == "company")
     name = "replacement_cost_usd_per_exit"
     rows = {r["component"]: r for r in replacement_cost.iter_rows(named=True)}
     total, a = rows.get("measured_total"), out.get(name)
     if a is None or total is None or total["amount_usd"] is None:
-        return out, frozenset()
+        return out, stated
     n = int(total["backfills"] or 0)
     if n < min_group_size:
-        return out, frozenset()
+        return out, stated
     base = float(total["amount_usd"])
     lo, hi = total["ci_low_usd"], total["ci_high_usd"]
     parts = ", ".join(
@@ -495,7 +499,7 @@ def measured_prices(
         file="",
         line=None,
     )
-    return out, frozenset({name})
+    return out, stated | {name}
 
 
 OPERATIONS_UNITS = {

@@ -525,6 +525,9 @@ def short_source(a: Assumption) -> str:
     text = " ".join(a.source.split())
     if a.source_type == "measured":
         return f"measured: {text}"
+    if a.source_type == "company":
+        when = f" on {a.set_on}" if a.set_on else ""
+        return f"this company's own figure, stated by {a.owner}{when}: {text}"
     if a.source_type == "domain":
         m = re.search(r'seed-facts\.md "[^"]+"', text)
         return f"domain document: {m.group(0) if m else text}"
@@ -641,7 +644,8 @@ def _effect_rows(f: RoiFacts, effects: dict[str, Effect]) -> list[InputRow]:
 
 def _assumption_row(a: Assumption, name: str) -> InputRow:
     kind = SOURCE_TYPES.get(a.source_type, a.source_type)
-    evidence = "measured" if a.source_type == "measured" else "assumed"
+    # the company's own figure prices as its data do (roi/README.md, "Measured prices")
+    evidence = "measured" if a.source_type in ("measured", "company") else "assumed"
     where = a.location or ("marts.replacement_cost" if evidence == "measured" else
                            "assumptions file")  # fmt: skip
     return InputRow(

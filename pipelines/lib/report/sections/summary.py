@@ -118,22 +118,33 @@ def price_text(name: str, r: RoiFacts) -> str:
     if a is None:
         return name
     if name == "fleet_cost_usd_per_gpu_year":
-        return f"${a.base / HOURS_PER_YEAR:,.2f} per GPU-hour of capacity"
+        return f"${a.base / HOURS_PER_YEAR:,.2f} per GPU-hour of capacity{stated_by(a)}"
     text = f"{usd(a.base)} {PRICE_UNITS.get(name, 'per unit')}"
     if a.source_type == "measured" and name in MEASURED_LEAVES_OUT:
         text += f" ({MEASURED_LEAVES_OUT[name]})"
-    return text
+    return text + stated_by(a)
+
+
+def stated_by(a) -> str:
+    """` (stated by Finance, 2026-01-15)` for the company's own figure, else nothing."""
+    if a.source_type != "company":
+        return ""
+    return f" (stated by {a.owner}{', ' + a.set_on if a.set_on else ''})"
 
 
 def multiplied(c: Component, r: RoiFacts) -> Markup:
     """`attrition cost avoided, $2,230,327 (measured effect × assumed price of $150,000 per
     voluntary exit)`."""
     names = line_prices(c.item, base_params(r.assumptions))
+    # a price of the company's own (stated by its owner) is named so, not "measured"
+    own = bool(names) and all(
+        getattr(r.assumptions.get(n), "source_type", "") == "company" for n in names
+    )
     return sentence(
         "{label}, {v} (measured effect × {ev} price of {p})",
         v=usd(c.amount or 0.0),
         label=lower_first(c.label),
-        ev=c.price_evidence,
+        ev="the company's own" if own else c.price_evidence,
         p=" and ".join(price_text(n, r) for n in names),
     )
 
