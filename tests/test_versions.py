@@ -347,3 +347,93 @@ def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
     assert f"Computed because:\n  warehouse_dbt: {code}: m/a" in text
     fresh = RunOutcome(success=True, because=dict.fromkeys(("a", "b"), "never computed"))
     assert "Computed because: never computed before (a new warehouse)" in fresh.describe()
+
+
+# --- the decision before the run (`versions.decide`), one input changed at a time ------------
+
+MID = dg.AssetKey("middle")
+
+
+def planned_graph(state: dict, code_version: str = "1", content: bool = False) -> dg.Definitions:
+    """`upstream` -> `middle` -> `downstream`; `middle` reports its content as its data version
+    when `content` (its next version is then known only once it ran)."""
+
+    @dg.asset(key=UP, code_version="u1")
+    def upstream() -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion(state["data"]))
+
+    @dg.asset(
+        key=MID,
+        deps=[UP],
+        code_version=code_version,
+        metadata={versions.DATA_VERSION_OF: "content"} if content else None,
+    )
+    def middle() -> dg.MaterializeResult:
+        state["ran"].append("middle")
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(state["middle"]) if content else None
+        )
+
+    @dg.asset(key=DOWN, deps=[MID], code_version="d1")
+    def downstream() -> None:
+        state["ran"].append("downstream")
+
+    return dg.Definitions(assets=[upstream, middle, downstream])
+
+
+def decided(defs: dg.Definitions, instance, exists=lambda key: True) -> versions.Plan:
+    return versions.decide(defs, instance, [MID, DOWN], exists)
+
+
+def run_waves(defs: dg.Definitions, instance) -> list[set[str]]:
+    """Upstream always, then each decided selection until nothing is left to decide (what
+    `talent run` does): the assets each run computed."""
+    job = defs.resolve_implicit_global_asset_job_def()
+    job.execute_in_process(instance=instance, asset_selection=[UP])
+    ran = []
+    for _ in range(4):
+        plan = decided(defs, instance)
+        if not plan.selection:
+            break
+        job.execute_in_process(instance=instance, asset_selection=sorted(plan.selection, key=str))
+        ran.append({k.to_user_string() for k in plan.selection})
+    return ran
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["default version", "content version"])
+def test_the_decision_runs_only_what_one_changed_input_reaches(instance, content):
+    state = {"data": "a", "middle": "m1", "ran": []}
+    # never computed: both in one run (Dagster runs `middle` first)
+    assert run_waves(planned_graph(state, content=content), instance) == [{"middle", "downstream"}]
+    # nothing changed: nothing runs, and each asset names the run that computed it
+    plan = decided(planned_graph(state, content=content), instance)
+    assert not plan.selection and set(plan.kept) == {MID, DOWN} and all(plan.kept.values())
+    # new upstream data: `middle` runs; `downstream` runs with it unless `middle`'s content
+    # came out the same
+    state["data"], state["ran"] = "b", []
+    waves = run_waves(planned_graph(state, content=content), instance)
+    assert waves == ([{"middle", "downstream"}] if not content else [{"middle"}])
+    # a code version changed: that asset and (default version) what it feeds
+    state["ran"] = []
+    plan = decided(planned_graph(state, code_version="2", content=content), instance)
+    assert plan.because == (
+        {
+            "middle": "code or settings changed: middle",
+            "downstream": "new data in middle: downstream",
+        }
+        if not content
+        else {"middle": "code or settings changed: middle"}
+    )
+    assert (DOWN in plan.waiting) is content
+    # content that does change reaches downstream in the next run
+    state["middle"] = "m2"
+    waves = run_waves(planned_graph(state, code_version="2", content=content), instance)
+    assert waves == ([{"middle", "downstream"}] if not content else [{"middle"}, {"downstream"}])
+
+
+def test_a_missing_table_reruns_its_asset_alone(instance):
+    state = {"data": "a", "middle": "m1", "ran": []}
+    run_waves(planned_graph(state), instance)
+    plan = decided(planned_graph(state), instance, exists=lambda key: key != MID)
+    # rebuilt with the same code and inputs, its data version stays: downstream is kept
+    assert plan.selection == {MID} and plan.because == {"middle": "its table is missing: middle"}

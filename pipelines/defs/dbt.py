@@ -110,11 +110,14 @@ class WarehouseTranslator(DagsterDbtTranslator):
         if props["resource_type"] == "source":
             # Sources belong to the ingestion group; only their key matters here.
             return spec.replace_attributes(key=key)
-        return spec.replace_attributes(
+        spec = spec.replace_attributes(
             key=key,
             group_name=WAREHOUSE_GROUP,
             code_version=node_code_version(props, spec.code_version),
         )
+        if is_content_versioned(props):  # the decision before a run reads it (versions.py)
+            spec = spec.merge_attributes(metadata={versions.DATA_VERSION_OF: "content"})
+        return spec
 
 
 def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
@@ -124,11 +127,17 @@ def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
     did not change."""
     out = {}
     for node in manifest["nodes"].values():
-        meta = (node.get("config") or {}).get("meta") or node.get("meta") or {}
-        if (meta.get("dagster") or {}).get("data_version") == "content":
+        if is_content_versioned(node):
             key = asset_key_for(node)
             out[key] = ".".join(key.path)
     return out
+
+
+def is_content_versioned(node: Mapping[str, Any]) -> bool:
+    """Whether a dbt node reports its content as its data version (its yml's
+    `meta.dagster.data_version: content`)."""
+    meta = (node.get("config") or {}).get("meta") or node.get("meta") or {}
+    return (meta.get("dagster") or {}).get("data_version") == "content"
 
 
 @dbt_assets(

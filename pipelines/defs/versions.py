@@ -48,6 +48,7 @@ COMPUTED_BECAUSE = "computed_because"
 # How a verdict names an upstream whose data moved on (what lets dbt build incrementally).
 NEW_DATA = "new data in "
 NEVER_COMPUTED = "never computed"
+CODE_CHANGED = "code or settings changed"
 # Metadata of every check result: the asset's data version the check evaluated.
 CHECKED_DATA_VERSION = "checked_data_version"
 
@@ -375,3 +376,246 @@ def check_is_current(
     if not same or blocked:
         return CheckVerdict(True, current)
     return CheckVerdict(False, current, run_id)
+
+
+# --- the decision before the run ---------------------------------------------------------------
+
+# Run tag carrying the decision to the steps of a run: step (node) name -> why it computes.
+BECAUSE_TAG = "talent/computed_because"
+# Asset metadata of an asset whose step reports its data version (its content): its next one
+# is known only once it ran
+DATA_VERSION_OF = "data_version"
+# what holds back an asset whose upstream's next data version is known only once it has run
+WAITS_FOR = "waits for the new data version of "
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the graph as the decision sees it (a Dagster assets definition)."""
+
+    name: str
+    keys: frozenset[dg.AssetKey]
+    deps: Mapping[dg.AssetKey, frozenset[dg.AssetKey]]
+    code_versions: Mapping[dg.AssetKey, str | None]
+    content: frozenset[dg.AssetKey] = frozenset()
+
+
+@dataclass
+class Plan:
+    """What the next run of the graph computes, decided from the instance's records alone.
+
+    `selection`: the assets to run now (whole steps), each with its changes in `verdicts`;
+    `waiting`: assets that may have to run once an upstream in `selection` has its new data
+    version (content-versioned: known only after it ran), decided again after that run;
+    `blocked`: assets an upstream's failed blocking check holds back (check named); every other
+    asset is kept, `computed_in` naming the run that computed it."""
+
+    verdicts: dict[dg.AssetKey, Verdict] = field(default_factory=dict)
+    selection: set[dg.AssetKey] = field(default_factory=set)
+    waiting: dict[dg.AssetKey, str] = field(default_factory=dict)
+    blocked: dict[dg.AssetKey, str] = field(default_factory=dict)
+    computed_in: dict[dg.AssetKey, str] = field(default_factory=dict)
+    because: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> dict[dg.AssetKey, str]:
+        """Assets not in this run, each with the run that computed it."""
+        out = set(self.verdicts) - self.selection - set(self.waiting) - set(self.blocked)
+        return {k: self.computed_in.get(k, "") for k in sorted(out, key=str)}
+
+    def tags(self) -> dict[str, str]:
+        """The run's tags that carry the decision to its steps (`because_of`)."""
+        import json
+
+        return {BECAUSE_TAG: json.dumps(self.because, sort_keys=True)} if self.because else {}
+
+
+def steps_of(defs: dg.Definitions, keys: Iterable[dg.AssetKey]) -> list[Step]:
+    """The executable steps of `defs` that compute any of `keys`."""
+    wanted = set(keys)
+    out = []
+    for item in defs.assets or []:
+        if not isinstance(item, dg.AssetsDefinition) or not item.is_executable:
+            continue
+        if not set(item.keys) & wanted:
+            continue
+        out.append(
+            Step(
+                name=item.node_def.name,
+                keys=frozenset(item.keys),
+                deps={k: frozenset(item.asset_deps.get(k, ())) for k in item.keys},
+                code_versions=dict(item.code_versions_by_key),
+                content=frozenset(
+                    k
+                    for k, spec in item.specs_by_key.items()
+                    if (spec.metadata or {}).get(DATA_VERSION_OF) == "content"
+                ),
+            )
+        )
+    return out
+
+
+def blocking_checks(defs: dg.Definitions) -> dict[dg.AssetKey, list[dg.AssetCheckKey]]:
+    """Each asset's blocking checks (those declared with the asset and the separate ones)."""
+    out: dict[dg.AssetKey, list[dg.AssetCheckKey]] = {}
+    for item in [*(defs.assets or []), *(defs.asset_checks or [])]:
+        for spec in getattr(item, "check_specs", None) or []:
+            if spec.blocking:
+                out.setdefault(spec.asset_key, []).append(spec.key)
+    return out
+
+
+def exists_in_warehouse(settings: Settings) -> Callable[[dg.AssetKey], bool]:
+    """Whether an asset's table or file is still where it was written: the published file, the
+    docs site, or a table of the build file (a mart with a restricted twin only with its twin:
+    a build file from before the twins is computed again)."""
+    from pipelines.defs.careers import EFFECT_MARTS
+
+    twinned = {*EFFECT_MARTS, "certification_effect", "operations_effect"}
+    in_build = tables_in(settings.build_db)
+
+    def exists(key: dg.AssetKey) -> bool:
+        if key == dg.AssetKey(["warehouse", "published"]):
+            return settings.published_db.exists()
+        if key == dg.AssetKey(["warehouse", "dbt_docs"]):
+            return all((settings.docs_dir / n).exists() for n in ("index.html", "manifest.json"))
+        twin = dg.AssetKey(["restricted", key.path[-1]])
+        return in_build(key) and (
+            key.path[0] != "marts" or key.path[-1] not in twinned or in_build(twin)
+        )
+
+    return exists
+
+
+def own_changes(
+    key: dg.AssetKey,
+    step: Step,
+    latest,
+    current: Mapping[dg.AssetKey, str | None],
+    failed_checks: Mapping[dg.AssetKey, list[str]],
+    exists: Callable[[dg.AssetKey], bool],
+) -> list[str]:
+    """The rule (module docstring) for one asset, from its latest materialisation `latest`."""
+    provenance = dg.DataProvenance.from_tags(latest.tags or {}) if latest is not None else None
+    if provenance is None:
+        return [NEVER_COMPUTED]
+    changes = []
+    if provenance.code_version != (step.code_versions.get(key) or provenance.code_version):
+        changes.append(CODE_CHANGED)
+    for dep in sorted(step.deps[key], key=lambda k: k.to_user_string()):
+        recorded = provenance.input_data_versions.get(dep)
+        if current.get(dep) is not None and (recorded is None or recorded.value != current[dep]):
+            changes.append(f"{NEW_DATA}{dep.to_user_string()}")
+    changes += [
+        f"its check {name} did not pass when last evaluated" for name in failed_checks.get(key, [])
+    ]
+    if not changes and not exists(key):
+        changes.append("its table is missing")
+    return changes
+
+
+def failed_blocking_checks(
+    instance: dg.DagsterInstance, checks: Mapping[dg.AssetKey, list[dg.AssetCheckKey]]
+) -> dict[dg.AssetKey, list[str]]:
+    """Each asset's blocking checks whose last evaluation did not pass."""
+    keys = [c for found in checks.values() for c in found]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    out: dict[dg.AssetKey, list[str]] = {}
+    for key in keys:
+        record = latest.get(key)
+        event = record.event.dagster_event if record and record.event else None
+        data = event.event_specific_data if event is not None else None
+        if not isinstance(data, dg.AssetCheckEvaluation):
+            data, _ = last_evaluation(instance, key) if record is not None else (None, None)
+        if data is not None and not data.passed:
+            out.setdefault(key.asset_key, []).append(key.name)
+    return out
+
+
+def decide(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    keys: Iterable[dg.AssetKey],
+    exists: Callable[[dg.AssetKey], bool],
+) -> Plan:
+    """The run to start now for the assets `keys` (the module docstring's rule), from the
+    instance's records: each step runs, waits, is blocked or is kept as a whole."""
+    steps = steps_of(defs, keys)
+    owner = {k: s for s in steps for k in s.keys}
+    graph = {
+        s.name: {owner[d].name for k in s.keys for d in s.deps[k] if d in owner} - {s.name}
+        for s in steps
+    }
+    by_name = {s.name: s for s in steps}
+    # the assets' own records and those of their upstreams outside the decision (raw/*)
+    latest = instance.get_latest_materialization_events(
+        {*owner, *(d for s in steps for deps in s.deps.values() for d in deps)}
+    )
+    current = {k: (e.tags or {}).get(DATA_VERSION_TAG) if e else None for k, e in latest.items()}
+    failed = failed_blocking_checks(instance, blocking_checks(defs))
+    plan = Plan(computed_in={k: _computed_in(latest[k]) for k in owner if latest.get(k)})
+    outcome: dict[
+        dg.AssetKey, str
+    ] = {}  # of a selected asset: its data version "same", "new" or "unknown"
+    for name in TopologicalSorter(graph).static_order():
+        step = by_name[name]
+        _decide_step(step, plan, latest, current, failed, exists, outcome)
+    return plan
+
+
+def _decide_step(step: Step, plan: Plan, latest, current, failed, exists, outcome) -> None:
+    """Decide one step after every step upstream of it (`decide`): blocked when an upstream
+    not in this run failed a blocking check; waiting when an upstream is still undecided, or
+    when its only reason would be an upstream of this run whose next version is not known yet;
+    run when any of its assets changed; else kept."""
+    verdicts, undecided, unknown, blocked = {}, {}, {}, {}
+    for key in step.keys:
+        changes = own_changes(key, step, latest.get(key), current, failed, exists)
+        for dep in sorted(step.deps[key] - step.keys, key=str):
+            name = dep.to_user_string()
+            if dep in plan.waiting or dep in plan.blocked:
+                undecided.setdefault(key, f"{WAITS_FOR}{name}")
+            elif dep not in plan.selection and failed.get(dep):
+                blocked.setdefault(key, f"held back: {name}'s check {failed[dep][0]} did not pass")
+            elif outcome.get(dep) == "new" and f"{NEW_DATA}{name}" not in changes:
+                changes.append(f"{NEW_DATA}{name}")
+            elif outcome.get(dep) == "unknown":
+                unknown.setdefault(key, f"{WAITS_FOR}{name}")
+        verdicts[key] = Verdict(key, tuple(changes), current.get(key), plan.computed_in.get(key))
+    plan.verdicts.update(verdicts)
+    runs = any(v.changes for v in verdicts.values())
+    if blocked:
+        plan.blocked.update(dict.fromkeys(step.keys, next(iter(blocked.values()))))
+    elif undecided or (unknown and not runs):
+        plan.waiting.update(dict.fromkeys(step.keys, next(iter({**unknown, **undecided}.values()))))
+    elif runs:
+        plan.selection |= step.keys
+        plan.because[step.name] = StepVerdict(verdicts).reasons()
+        _predict(step, latest, verdicts, outcome, plan)
+
+
+def moves(changes: Iterable[str]) -> bool:
+    """Whether these changes give an asset with Dagster's default data version a new one."""
+    return any(c in (NEVER_COMPUTED, CODE_CHANGED) or c.startswith(NEW_DATA) for c in changes)
+
+
+def _predict(step: Step, latest, verdicts, outcome, plan: Plan) -> None:
+    """The data version each asset of a step that runs will have, as far as it is known before
+    it runs: "unknown" for an asset that reports its own (its content: known once it ran);
+    "new" when its code or an input changed (its version hashes them) or it was never
+    computed; "unknown" when an input of this run is; else "same" (Dagster's default version, the hash of its code version and its
+    inputs' versions, comes out as before: a table rebuilt only because it was missing)."""
+    internal = {k: step.deps[k] & step.keys for k in step.keys}
+    for key in TopologicalSorter(internal).static_order():
+        entry = latest.get(key)
+        provenance = dg.DataProvenance.from_tags(entry.tags or {}) if entry is not None else None
+        ins = {outcome.get(d) for d in step.deps[key] if d in plan.selection}
+        changes = verdicts[key].changes
+        if key in step.content:
+            outcome[key] = "unknown"
+        elif provenance is None or "new" in ins or moves(changes):
+            outcome[key] = "new"
+        elif "unknown" in ins:
+            outcome[key] = "unknown"
+        else:
+            outcome[key] = "same"
