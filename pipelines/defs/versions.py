@@ -1,36 +1,48 @@
-"""What a run rebuilds: one rule, in Dagster's own terms (code versions and data versions).
+"""What a run rebuilds: one rule, in Dagster's own terms (code versions and data versions),
+decided once, before the run, from the instance's records (`decide`).
 
 Every asset has a **code version**: a hash of the code that computes it and of the settings it
 reads (`with_code_versions`, applied once to the whole graph by `build_definitions`). Every
 materialisation records a **data version** (Dagster does this): for the raw exports and the
-panels the statistics read, a hash of the content (`content_version`); for every other asset
-Dagster's own default, the hash of its code version and its inputs' data versions. Dagster
-records with each materialisation the code version and the data versions of the inputs it was
-computed from, and the UI shows an asset as stale, with the reason, when either moved on.
+panels the statistics read, a hash of the content (`content_version`; the dbt models say so in
+their metadata, `DATA_VERSION_OF`); for every other asset Dagster's own default, the hash of its
+code version and its inputs' data versions. Dagster records with each materialisation the code
+version and the data versions of the inputs it was computed from, and the UI shows an asset as
+stale, with the reason, when either moved on.
 
-The rule, used the same way by every step that can keep its output (`assess`):
+The rule:
 
     an asset is kept when it was materialised before, its code version is the one recorded
     then, every upstream's data version is the one it was computed from, its table (or file)
     is still there, and its blocking checks passed when they were last evaluated.
 
-A kept asset is materialised again with its previous data version and the metadata
-`kept_from_run` (the run that computed it), so downstream steps see unchanged inputs and keep
-too. Its checks are not evaluated again and not reported: the UI shows their last evaluation,
-with its run, and the run summary lists them as kept. A check step evaluates a check only when
-the asset's data version differs from the one the check last evaluated (`check_is_current`).
+`decide` applies it to every step, upstream first, before a run starts, and a run computes only
+what it selected; a kept asset is not in the run at all (its checks are not planned, so none
+ends without a result). A step runs as a whole when any of its assets changed. What an asset
+that runs does to those downstream is known before the run for Dagster's default data version
+(a new one exactly when its code or an input changed: a table rebuilt only because it was
+missing keeps its version) and not for a content version: an asset downstream of one that runs
+*waits* (it is decided again once that run has recorded the new content), unless it changed
+anyway, when it runs in the same run after it. An asset below a blocking check that did not
+pass, outside the run, is held back. The reasons (`StepVerdict.reasons`) go to the run's tags
+(`BECAUSE_TAG`), and each step writes its own into the metadata `computed_because`
+(`because_of`); `new_data_only` tells dbt that only new raw data is why it builds
+(incrementally).
 
-Ingestion always runs (it is what looks at the sources folder) and the report always renders
-when asked for; everything else follows the rule. The one thing the rule does not decide is
-inside a raw check: each delivery's rows are validated once, when the check first sees the
-delivery (`pipelines/lib/quality/kept.py`), so a night with one new file validates that file.
+A night is therefore a few runs: ingestion (always: it is what looks at the sources folder)
+with the raw checks, then each decision until nothing is left to decide (`talent run` in this
+process; the daemon through the run-status sensor `next_nightly_run`). A check step evaluates
+a check only when the asset's data version differs from the one the check last evaluated
+(`check_is_current`); inside a raw check each delivery's rows are validated once, when the
+check first sees the delivery (`pipelines/lib/quality/kept.py`). The report renders whenever it
+is asked for.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -259,54 +271,6 @@ class StepVerdict:
         return sorted({v.computed_in_run for v in self.verdicts.values() if v.computed_in_run})
 
 
-def assess(
-    context: dg.AssetExecutionContext,
-    exists: Callable[[dg.AssetKey], bool],
-    keys: Iterable[dg.AssetKey] | None = None,
-) -> StepVerdict:
-    """The rule (module docstring) for each asset of this step (default: the selected ones).
-
-    `exists(key)` says whether the asset's table or file is still where it was written: a
-    warehouse folder that was deleted, or a build file replaced by another, is rebuilt even
-    when Dagster's records say it is current.
-    """
-    instance = context.instance
-    assets_def = context.assets_def
-    code_versions = assets_def.code_versions_by_key
-    blocking = {}
-    for spec in assets_def.check_specs:
-        if spec.blocking:
-            blocking.setdefault(spec.asset_key, []).append(spec)
-    verdicts = {}
-    for key in keys if keys is not None else context.selected_asset_keys:
-        provenance = context.get_asset_provenance(key)
-        if provenance is None:
-            verdicts[key] = Verdict(key, (NEVER_COMPUTED,))
-            continue
-        changes = []
-        if provenance.code_version != (code_versions.get(key) or provenance.code_version):
-            changes.append("code or settings changed")
-        for dep in sorted(assets_def.asset_deps.get(key, ()), key=lambda k: k.to_user_string()):
-            current = latest_data_version(instance, dep)
-            recorded = provenance.input_data_versions.get(dep)
-            if current is not None and (recorded is None or recorded.value != current):
-                changes.append(f"{NEW_DATA}{dep.to_user_string()}")
-        for spec in blocking.get(key, []):
-            evaluation, _ = last_evaluation(instance, spec.key)
-            if evaluation is not None and not evaluation.passed:
-                changes.append(f"its check {spec.name} did not pass when last evaluated")
-        if not changes and not exists(key):
-            changes.append("its table is missing")
-        latest = instance.get_latest_materialization_event(key)
-        verdicts[key] = Verdict(
-            key,
-            tuple(changes),
-            data_version=latest_data_version(instance, key),
-            computed_in_run=_computed_in(latest),
-        )
-    return StepVerdict(verdicts)
-
-
 def last_evaluation(instance: dg.DagsterInstance, check_key: dg.AssetCheckKey):
     """(the check's last finished evaluation, its run id), or (None, None). The latest record
     may be this run's own, still planned."""
@@ -319,37 +283,13 @@ def last_evaluation(instance: dg.DagsterInstance, check_key: dg.AssetCheckKey):
     return None, None
 
 
-def _computed_in(entry) -> str | None:
+def computed_in(entry) -> str | None:
     """The run that computed a materialisation: its own run, or the run a kept one keeps."""
     if entry is None:
         return None
     materialization = entry.asset_materialization
     kept = materialization.metadata.get(KEPT_FROM_RUN) if materialization else None
     return str(getattr(kept, "value", kept)) if kept is not None else entry.run_id
-
-
-def kept_results(
-    context: dg.AssetExecutionContext, verdict: StepVerdict, note: str
-) -> Iterator[dg.MaterializeResult]:
-    """What a kept step yields: each asset materialised again with its previous data version,
-    in dependency order, naming the run that computed it. No check results: the checks were
-    not evaluated in this run."""
-    keys = in_dependency_order(context.assets_def, verdict.verdicts)
-    for key in keys:
-        v = verdict.verdicts[key]
-        yield dg.MaterializeResult(
-            asset_key=key,
-            data_version=dg.DataVersion(v.data_version) if v.data_version else None,
-            metadata={KEPT_FROM_RUN: v.computed_in_run or "", "kept": note},
-        )
-
-
-def in_dependency_order(assets_def: dg.AssetsDefinition, keys) -> list[dg.AssetKey]:
-    """`keys` with every asset after the assets it depends on (Dagster requires a multi-asset
-    to yield its assets in that order)."""
-    selected = set(keys)
-    graph = {k: assets_def.asset_deps.get(k, set()) & selected for k in selected}
-    return list(TopologicalSorter(graph).static_order())
 
 
 @dataclass(frozen=True)
@@ -416,6 +356,8 @@ class Plan:
     blocked: dict[dg.AssetKey, str] = field(default_factory=dict)
     computed_in: dict[dg.AssetKey, str] = field(default_factory=dict)
     because: dict[str, str] = field(default_factory=dict)
+    # steps whose only reason is new upstream data (dbt then builds its staging incrementally)
+    new_data_only: set[str] = field(default_factory=set)
 
     @property
     def kept(self) -> dict[dg.AssetKey, str]:
@@ -427,7 +369,12 @@ class Plan:
         """The run's tags that carry the decision to its steps (`because_of`)."""
         import json
 
-        return {BECAUSE_TAG: json.dumps(self.because, sort_keys=True)} if self.because else {}
+        if not self.because:
+            return {}
+        return {
+            BECAUSE_TAG: json.dumps(self.because, sort_keys=True),
+            NEW_DATA_ONLY_TAG: json.dumps(sorted(self.new_data_only)),
+        }
 
 
 def steps_of(defs: dg.Definitions, keys: Iterable[dg.AssetKey]) -> list[Step]:
@@ -455,12 +402,15 @@ def steps_of(defs: dg.Definitions, keys: Iterable[dg.AssetKey]) -> list[Step]:
     return out
 
 
-def blocking_checks(defs: dg.Definitions) -> dict[dg.AssetKey, list[dg.AssetCheckKey]]:
-    """Each asset's blocking checks (those declared with the asset and the separate ones)."""
+def blocking_checks(
+    defs: dg.Definitions, every: bool = False
+) -> dict[dg.AssetKey, list[dg.AssetCheckKey]]:
+    """Each asset's blocking checks (those declared with the asset and the separate ones), or
+    with `every` all its checks."""
     out: dict[dg.AssetKey, list[dg.AssetCheckKey]] = {}
     for item in [*(defs.assets or []), *(defs.asset_checks or [])]:
         for spec in getattr(item, "check_specs", None) or []:
-            if spec.blocking:
+            if spec.blocking or every:
                 out.setdefault(spec.asset_key, []).append(spec.key)
     return out
 
@@ -553,7 +503,7 @@ def decide(
     )
     current = {k: (e.tags or {}).get(DATA_VERSION_TAG) if e else None for k, e in latest.items()}
     failed = failed_blocking_checks(instance, blocking_checks(defs))
-    plan = Plan(computed_in={k: _computed_in(latest[k]) for k in owner if latest.get(k)})
+    plan = Plan(computed_in={k: computed_in(latest[k]) for k in owner if latest.get(k)})
     outcome: dict[
         dg.AssetKey, str
     ] = {}  # of a selected asset: its data version "same", "new" or "unknown"
@@ -577,8 +527,8 @@ def _decide_step(step: Step, plan: Plan, latest, current, failed, exists, outcom
                 undecided.setdefault(key, f"{WAITS_FOR}{name}")
             elif dep not in plan.selection and failed.get(dep):
                 blocked.setdefault(key, f"held back: {name}'s check {failed[dep][0]} did not pass")
-            elif outcome.get(dep) == "new" and f"{NEW_DATA}{name}" not in changes:
-                changes.append(f"{NEW_DATA}{name}")
+            elif outcome.get(dep) == "new" and changes[:1] != [NEVER_COMPUTED]:
+                changes += [f"{NEW_DATA}{name}"] if f"{NEW_DATA}{name}" not in changes else []
             elif outcome.get(dep) == "unknown":
                 unknown.setdefault(key, f"{WAITS_FOR}{name}")
         verdicts[key] = Verdict(key, tuple(changes), current.get(key), plan.computed_in.get(key))
@@ -591,6 +541,9 @@ def _decide_step(step: Step, plan: Plan, latest, current, failed, exists, outcom
     elif runs:
         plan.selection |= step.keys
         plan.because[step.name] = StepVerdict(verdicts).reasons()
+        changes = [c for v in verdicts.values() for c in v.changes]
+        if all(c.startswith(NEW_DATA) for c in changes):
+            plan.new_data_only.add(step.name)
         _predict(step, latest, verdicts, outcome, plan)
 
 
@@ -619,3 +572,24 @@ def _predict(step: Step, latest, verdicts, outcome, plan: Plan) -> None:
             outcome[key] = "unknown"
         else:
             outcome[key] = "same"
+
+
+# Run tag naming the steps whose only reason is new upstream data (dbt builds incrementally).
+NEW_DATA_ONLY_TAG = "talent/new_data_only"
+
+
+def because_of(context: dg.AssetExecutionContext) -> dict[str, str]:
+    """The metadata `computed_because` of what this step computes: the reason the decision
+    before the run gave (`decide`), or, for a run started without one (the UI's Materialize),
+    that it was asked for."""
+    import json
+
+    decided = json.loads(context.run.tags.get(BECAUSE_TAG) or "{}")
+    return {COMPUTED_BECAUSE: decided.get(context.op_def.name) or "asked for"}
+
+
+def new_data_only(context: dg.AssetExecutionContext) -> bool:
+    """Whether the decision before the run found only new upstream data for this step."""
+    import json
+
+    return context.op_def.name in json.loads(context.run.tags.get(NEW_DATA_ONLY_TAG) or "[]")
