@@ -253,7 +253,7 @@ def merged(outcomes: list[RunOutcome]) -> RunOutcome:
 def add_kept(out: RunOutcome, defs, instance, keys) -> None:
     """The assets of `keys` the night did not compute, each with the run that did, and their
     checks, each with the run whose evaluation stands (or `NOT_EVALUATED`)."""
-    from pipelines.defs.versions import blocking_checks, computed_in
+    from pipelines.defs.versions import blocking_checks, computed_in, last_evaluations
 
     computed = set(out.materialized)
     kept = [k for k in keys if k.to_user_string() not in computed]
@@ -265,9 +265,9 @@ def add_kept(out: RunOutcome, defs, instance, keys) -> None:
     every = blocking_checks(defs, every=True)
     checks = [c for k in [*kept, *ingestion_keys(defs)] for c in every.get(k, [])]
     checks = [c for c in checks if c not in out.evaluated]
-    evaluated = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
+    evaluated = last_evaluations(instance, checks)
     out.checks_kept = {
-        c.to_user_string(): evaluated[c].run_id if c in evaluated else NOT_EVALUATED for c in checks
+        c.to_user_string(): evaluated[c][1] if c in evaluated else NOT_EVALUATED for c in checks
     }
 
 

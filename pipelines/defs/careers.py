@@ -8,9 +8,10 @@ comments; `programme_comparison` and `promotion_effect` also into schema `restri
 row that is not estimable keeps the naive figures the published mart leaves out. `programme_costs` prices the episodes as of the as-of date
 (`intermediate.int_programme_episodes`, the episodes `marts.programme_outcomes` counts) with the
 base values of the assumptions file. Both are kept under the same rule as the certification
-statistics (decided before the run: `versions.decide`): inputs, code and the settings they read unchanged leave their
-marts as they are. All three inputs of the statistics change only when a month closes (or a
-late delivery reaches back), so a nightly in the middle of a month keeps them.
+statistics: a run computes them only when the decision before it (`versions.decide`) found
+their inputs, code or the settings they read changed. All three inputs of the statistics
+change only when a month closes (or a late delivery reaches back), so a nightly in the middle
+of a month keeps them.
 """
 
 import dagster as dg
@@ -146,7 +147,8 @@ def _metadata(name: str, df) -> dict:
 )
 def programme_career_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the programme and career statistics, unless their inputs, code and settings
-    are those the marts in the build file were estimated from (decided before the run: `versions.decide`)."""
+    are those the marts in the build file were estimated from (the decision before the run,
+    `versions.decide`, leaves it out of the run then)."""
     s = talent.settings
     because = versions.because_of(context)
     context.log.info(f"estimating: {because[versions.COMPUTED_BECAUSE]}")

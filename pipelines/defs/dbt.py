@@ -148,7 +148,8 @@ def is_content_versioned(node: Mapping[str, Any]) -> bool:
 )
 def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent: TalentResource):
     """Runs `dbt build` (seeds, models, data tests as asset checks) when a model's code or
-    settings or an input's data changed; otherwise keeps the tables (decided before the run: `versions.decide`)."""
+    settings or an input's data changed; otherwise the decision before the run
+    (`versions.decide`) leaves it out and the tables stay."""
     s = talent.settings
     s.ensure_dirs()
     # only new raw data lets the incremental staging models add to what they hold

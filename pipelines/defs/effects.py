@@ -125,7 +125,8 @@ def effect_metadata(effects) -> dict:
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the effects, unless their panels, code and settings are those the marts in the
-    build file were estimated from (decided before the run: `versions.decide`)."""
+    build file were estimated from (the decision before the run, `versions.decide`, leaves it
+    out of the run then)."""
     s = talent.settings
     because = versions.because_of(context)
     context.log.info(f"estimating: {because[versions.COMPUTED_BECAUSE]}")
@@ -236,7 +237,8 @@ OPERATIONS_READS = (
 )
 def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the operations effects, unless their inputs, code and settings are those the
-    mart in the build file was estimated from (decided before the run: `versions.decide`)."""
+    mart in the build file was estimated from (the decision before the run, `versions.decide`,
+    leaves it out of the run then)."""
     s = talent.settings
     from pipelines.lib.effects.operations import (
         OPERATIONS_EFFECT_DESCRIPTIONS,

@@ -58,7 +58,8 @@ CODE_VERSION = versions.source_version("pipelines.lib.plan")
 )
 def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
     """Plans again unless the inputs, the fleet plan, the code and the settings are those the
-    marts were computed from (decided before the run: `versions.decide`)."""
+    marts were computed from (the decision before the run, `versions.decide`, leaves it out of
+    the run then)."""
     s = talent.settings
     from pipelines.lib.plan.build import (
         PLAN_COLUMNS,
@@ -151,7 +152,8 @@ BACKTEST_INPUT_KEYS = [
 )
 def workforce_plan_backtest(context: dg.AssetExecutionContext, talent: TalentResource):
     """Backtests again unless the inputs, the code and the settings are those the mart was
-    computed from (decided before the run: `versions.decide`). It needs no fleet plan: the fleet's history is the plan."""
+    computed from (the decision before the run, `versions.decide`, leaves it out of the run
+    then). It needs no fleet plan: the fleet's history is the plan."""
     s = talent.settings
     from pipelines.lib.plan.backtest import BACKTEST_COLUMNS, BACKTEST_DESCRIPTION, backtest_frame
     from pipelines.lib.plan.fleet import PlanInputError

@@ -69,8 +69,9 @@ def mart_grains() -> dict:
     freshness_policy=dg.FreshnessPolicy.time_window(fail_window=FRESHNESS_WINDOW),
 )
 def published(context: dg.AssetExecutionContext, talent: TalentResource):
-    """Publishes unless every mart is the one already published (decided before the run: `versions.decide`): a night
-    with nothing new leaves the analysts' file (and their open connections) alone."""
+    """Publishes the marts. A run publishes only when a mart changed since the last publish
+    (the decision before the run, `versions.decide`): a night with nothing new leaves the
+    analysts' file (and their open connections) alone."""
     s = talent.settings
     try:
         result = publish(

@@ -420,19 +420,17 @@ def exists_in_warehouse(settings: Settings) -> Callable[[dg.AssetKey], bool]:
     docs site, or a table of the build file (a mart with a restricted twin only with its twin:
     a build file from before the twins is computed again)."""
     from pipelines.defs.careers import EFFECT_MARTS
+    from pipelines.defs.effects import with_restricted_twins
 
-    twinned = {*EFFECT_MARTS, "certification_effect", "operations_effect"}
-    in_build = tables_in(settings.build_db)
+    twinned = (*EFFECT_MARTS, "certification_effect", "operations_effect")
+    in_build = with_restricted_twins(tables_in(settings.build_db), twinned)
 
     def exists(key: dg.AssetKey) -> bool:
         if key == dg.AssetKey(["warehouse", "published"]):
             return settings.published_db.exists()
         if key == dg.AssetKey(["warehouse", "dbt_docs"]):
             return all((settings.docs_dir / n).exists() for n in ("index.html", "manifest.json"))
-        twin = dg.AssetKey(["restricted", key.path[-1]])
-        return in_build(key) and (
-            key.path[0] != "marts" or key.path[-1] not in twinned or in_build(twin)
-        )
+        return in_build(key)
 
     return exists
 
@@ -464,20 +462,30 @@ def own_changes(
     return changes
 
 
+def last_evaluations(instance: dg.DagsterInstance, keys: Sequence[dg.AssetCheckKey]) -> dict:
+    """check -> (its last finished evaluation, its run id), for the checks evaluated before: the
+    latest record of each, or, when that is only planned or skipped, the last evaluation."""
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(keys))
+    out = {}
+    for key, record in latest.items():
+        event = record.event.dagster_event if record.event is not None else None
+        data = event.event_specific_data if event is not None else None
+        found = (data, record.run_id)
+        if not isinstance(data, dg.AssetCheckEvaluation):
+            found = last_evaluation(instance, key)
+        if found[0] is not None:
+            out[key] = found
+    return out
+
+
 def failed_blocking_checks(
     instance: dg.DagsterInstance, checks: Mapping[dg.AssetKey, list[dg.AssetCheckKey]]
 ) -> dict[dg.AssetKey, list[str]]:
     """Each asset's blocking checks whose last evaluation did not pass."""
-    keys = [c for found in checks.values() for c in found]
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
     out: dict[dg.AssetKey, list[str]] = {}
-    for key in keys:
-        record = latest.get(key)
-        event = record.event.dagster_event if record and record.event else None
-        data = event.event_specific_data if event is not None else None
-        if not isinstance(data, dg.AssetCheckEvaluation):
-            data, _ = last_evaluation(instance, key) if record is not None else (None, None)
-        if data is not None and not data.passed:
+    found = last_evaluations(instance, [c for keys in checks.values() for c in keys])
+    for key, (evaluation, _) in found.items():
+        if not evaluation.passed:
             out.setdefault(key.asset_key, []).append(key.name)
     return out
 
