@@ -20,6 +20,10 @@ from pipelines.lib.locking import RunLockedError, warehouse_lock
 from pipelines.lib.settings import Settings
 from pipelines.progress import ExportLoad, dagster_notices, run_config, watch
 
+# At most this many runs a night: ingestion, then each decision (`versions.decide`) until
+# nothing is left to decide; a chain of content-versioned assets needs one run per link.
+MAX_RUNS = 6
+
 __all__ = ["RunLockedError", "RunOutcome", "run_nightly", "run_report", "warehouse_lock"]
 
 
@@ -62,10 +66,12 @@ class RunOutcome:
     # hold ("file -> export: what and the share"), and exports fed by two or more tools
     fewer_rows: list[str] = field(default_factory=list)
     export_sources: dict[str, str] = field(default_factory=dict)
-    # blocking checks that gave no result in this run -> the steps that went ahead after them
-    # (Dagster's warning, `progress.DagsterNotices`); a check kept from an earlier run is
-    # expected here, any other is named as a warning
-    no_result: dict[str, list[str]] = field(default_factory=dict)
+    # every run of the night after the first (ingestion): each decision's selection
+    run_ids: list[str] = field(default_factory=list)
+    # assets held back by an upstream's failed blocking check: asset -> which
+    blocked: dict[str, str] = field(default_factory=dict)
+    # the checks the night's runs evaluated
+    evaluated: set = field(default_factory=set)
 
     def describe(self) -> str:
         """The end-of-run summary: what was loaded, checked, built; what failed and where."""
@@ -132,14 +138,6 @@ class RunOutcome:
                     else ""
                 )
             )
-        for check, steps in sorted(self.no_result.items()):
-            if check in stood:
-                continue  # kept: the evaluation of its run stands (the line above)
-            lines.append(
-                f"warning: check {check} gave no result in this run and has no evaluation "
-                f"from an earlier one; {', '.join(steps)} went ahead without it. Its step's "
-                "messages are in the full log."
-            )
         return lines
 
     def _computed_lines(self) -> list[str]:
@@ -157,6 +155,8 @@ class RunOutcome:
         elif self.because:
             lines.append("Computed because:")
             lines += [f"  {step}: {_short(why, 200)}" for step, why in self.because.items()]
+        for key, why in sorted(self.blocked.items()):
+            lines.append(f"Not computed: {key}, {why}")
         if self.kept:
             layers: dict[str, int] = {}
             for key in self.kept:
@@ -214,7 +214,6 @@ def outcome_of_run(instance, run_id: str, success: bool) -> RunOutcome:
     import dagster as dg
 
     out = RunOutcome(success=success, run_id=run_id)
-    evaluated = set()
     for entry in instance.all_logs(run_id):
         event = entry.dagster_event
         if event is None:
@@ -228,22 +227,57 @@ def outcome_of_run(instance, run_id: str, success: bool) -> RunOutcome:
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             _add_materialization(out, event)
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-            ev = event.event_specific_data
-            evaluated.add((ev.asset_key, ev.check_name))
-            _add_check(out, ev)
-    out.checks_kept = _checks_kept(instance, run_id, evaluated)
+            check = event.event_specific_data
+            _add_check(out, check)
+            out.evaluated.add(dg.AssetCheckKey(check.asset_key, check.check_name))
     return out
 
 
+def merged(outcomes: list[RunOutcome]) -> RunOutcome:
+    """One night's runs as one outcome: the first run's id (ingestion), the others in
+    `run_ids`; what each loaded, checked, computed and failed."""
+    out = outcomes[0]
+    for other in outcomes[1:]:
+        out.success = out.success and other.success
+        out.run_ids.append(other.run_id)
+        out.failures += other.failures
+        out.warnings += other.warnings
+        out.materialized += other.materialized
+        out.because.update(other.because)
+        out.loads += other.loads
+        out.checks_passed += other.checks_passed
+        out.evaluated |= other.evaluated
+    return out
+
+
+def add_kept(out: RunOutcome, defs, instance, keys) -> None:
+    """The assets of `keys` the night did not compute, each with the run that did, and their
+    checks, each with the run whose evaluation stands (or `NOT_EVALUATED`)."""
+    from pipelines.defs.versions import blocking_checks, computed_in, last_evaluations
+
+    computed = set(out.materialized)
+    kept = [k for k in keys if k.to_user_string() not in computed]
+    latest = instance.get_latest_materialization_events(kept)
+    out.kept = {k.to_user_string(): computed_in(latest.get(k)) or NOT_EVALUATED for k in kept}
+    out.kept = {k: run for k, run in out.kept.items() if run != NOT_EVALUATED}
+    # the checks of what was kept, and those of the raw exports the night did not evaluate
+    # (their deliveries unchanged since they last did)
+    every = blocking_checks(defs, every=True)
+    checks = [c for k in [*kept, *ingestion_keys(defs)] for c in every.get(k, [])]
+    checks = [c for c in checks if c not in out.evaluated]
+    evaluated = last_evaluations(instance, checks)
+    out.checks_kept = {
+        c.to_user_string(): evaluated[c][1] if c in evaluated else NOT_EVALUATED for c in checks
+    }
+
+
 def _add_materialization(out: RunOutcome, event) -> None:
-    from pipelines.defs.versions import COMPUTED_BECAUSE, KEPT_FROM_RUN
+    from pipelines.defs.versions import COMPUTED_BECAUSE
 
     key = event.asset_key
     out.materialized.append(key.to_user_string())
     meta = event.event_specific_data.materialization.metadata
     values = {k: getattr(v, "value", v) for k, v in meta.items()}
-    if values.get(KEPT_FROM_RUN) is not None:
-        out.kept[key.to_user_string()] = str(values[KEPT_FROM_RUN])
     if values.get(COMPUTED_BECAUSE):
         out.because.setdefault(event.step_key or "?", str(values[COMPUTED_BECAUSE]))
     if key.path[0] == "raw":
@@ -263,26 +297,6 @@ def _add_check(out: RunOutcome, ev) -> None:
     name = f"{ev.asset_key.to_user_string()}:{ev.check_name}"
     bucket = out.failures if ev.severity == dg.AssetCheckSeverity.ERROR else out.warnings
     bucket.append(Failure("check", name, detail or "did not pass"))
-
-
-def _checks_kept(instance, run_id: str, evaluated: set) -> dict[str, str]:
-    """Checks planned in this run but not evaluated (their asset was kept, or its data and
-    rules were those of their last evaluation), each with the run whose evaluation stands."""
-    import dagster as dg
-
-    from pipelines.defs.versions import last_evaluation
-
-    kept = {}
-    planned = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED)
-    for entry in planned:
-        data = entry.dagster_event.event_specific_data
-        if (data.asset_key, data.check_name) in evaluated:
-            continue
-        check_key = dg.AssetCheckKey(data.asset_key, data.check_name)
-        _, evaluated_in = last_evaluation(instance, check_key)
-        # never evaluated: its step failed or did not run, so no evaluation stands for it
-        kept[check_key.to_user_string()] = evaluated_in or NOT_EVALUATED
-    return kept
 
 
 def _check_detail(meta: dict) -> str:
@@ -337,52 +351,88 @@ def _execute(settings: Settings, job_name: str, verbose: bool = False, **kwargs)
     defs = build_definitions(settings)
     instance = instance_for(settings)
     since = datetime.now(UTC).replace(tzinfo=None)
-    run_id = str(uuid.uuid4())
-    with (
-        long_lived_frozen(),  # what is loaded by now lives through the job (lib/memory.py)
-        watch(instance, run_id),
-        dagster_notices(verbose=verbose) as notices,
-    ):
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            instance=instance,
-            raise_on_error=False,
-            run_config=run_config(verbose),
-            run_id=run_id,
-            tags={"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})},
-            **kwargs,
-        )
-    outcome = run_summary(
-        settings, job_name, instance, result.run_id, result.success, since, notices.no_result
-    )
-    return outcome
+    tags = {"talent/trigger": "cli", **({"talent/verbose": "1"} if verbose else {})}
+    job = defs.resolve_job_def(job_name)
+
+    def execute(**more) -> tuple[str, bool]:
+        run_id = str(uuid.uuid4())
+        with watch(instance, run_id), dagster_notices(verbose=verbose):
+            result = job.execute_in_process(
+                instance=instance,
+                raise_on_error=False,
+                run_config=run_config(verbose),
+                run_id=run_id,
+                **{**kwargs, **more, "tags": {**tags, **more.get("tags", {})}},
+            )
+        return result.run_id, result.success
+
+    with long_lived_frozen():  # what is loaded by now lives through the job (lib/memory.py)
+        if job_name != "nightly":
+            runs, blocked = [execute()], {}
+        else:
+            runs, blocked = nightly_runs(settings, defs, instance, execute)
+    return run_summary(settings, job_name, instance, runs, since, defs=defs, blocked=blocked)
+
+
+def nightly_runs(settings: Settings, defs, instance, execute):
+    """Ingestion (it looks at the sources folder) with the raw checks, then each decision
+    before a run (`versions.decide`, from the instance's records) until nothing is left to
+    decide: a run computes only what its decision selected. Stops at a failed run."""
+    from pipelines.defs.versions import decide, exists_in_warehouse
+
+    runs = [execute(asset_selection=ingestion_keys(defs))]
+    blocked: dict[str, str] = {}
+    for _ in range(MAX_RUNS - 1):
+        if not runs[-1][1]:
+            break
+        plan = decide(defs, instance, nightly_keys(defs), exists_in_warehouse(settings))
+        blocked = {k.to_user_string(): why for k, why in plan.blocked.items()}
+        if not plan.selection:
+            break
+        runs.append(execute(asset_selection=sorted(plan.selection, key=str), tags=plan.tags()))
+    return runs, blocked
+
+
+def ingestion_keys(defs) -> list:
+    """The assets every nightly computes: the raw exports (ingestion looks at the files)."""
+    return [s.key for s in defs.resolve_all_asset_specs() if s.group_name == "ingestion"]
+
+
+def nightly_keys(defs) -> list:
+    """The assets the decision before a run decides: the nightly's, but the raw exports."""
+    skip = ("ingestion", "report")
+    return [s.key for s in defs.resolve_all_asset_specs() if s.group_name not in skip]
 
 
 def run_summary(
     settings: Settings,
     job_name: str,
     instance,
-    run_id: str,
-    success: bool,
+    runs: list[tuple[str, bool]],
     since: datetime | None = None,
-    no_result: dict[str, list[str]] | None = None,
+    defs=None,
+    blocked: dict[str, str] | None = None,
 ) -> RunOutcome:
     """The run's summary, from its event log, written where operators look for it: the full
     log (`<warehouse>/runs/<job>.log`), the record (`last_<job>.json`) and the summary's text
     (`last_<job>.txt`). `talent run` calls it when its run ends, the run-status sensor
     (`pipelines/defs/automation.py`) when a run the daemon or the UI launched ends, so both
     write the same summary. `since`: when the run started (default: the run's own start)."""
-    outcome = outcome_of_run(instance, run_id, success)
-    outcome.no_result = no_result or {}
-    stats = instance.get_run_stats(run_id)
+    outcome = merged([outcome_of_run(instance, run_id, ok) for run_id, ok in runs])
+    if job_name == "nightly" and defs is not None:
+        add_kept(outcome, defs, instance, nightly_keys(defs))
+        outcome.blocked = blocked or {}
+    stats = instance.get_run_stats(runs[0][0])
     if since is None:
         started = stats.start_time or stats.launch_time or time.time()
         since = datetime.fromtimestamp(started, UTC).replace(tzinfo=None)
     if job_name == "nightly":
         _add_delivery_issues(outcome, settings, since)
-    ended = stats.end_time or time.time()
+    ended = instance.get_run_stats(runs[-1][0]).end_time or time.time()
     outcome.wall_seconds = round(ended - since.replace(tzinfo=UTC).timestamp(), 3)
-    outcome.step_seconds = _step_seconds(instance, run_id)
-    outcome.log_path = _write_log(settings, job_name, instance, run_id)
+    for run_id, _ in runs:
+        outcome.step_seconds.update(_step_seconds(instance, run_id))
+    outcome.log_path = _write_log(settings, job_name, instance, [run_id for run_id, _ in runs])
     _write_run_record(settings, job_name, outcome)
     return outcome
 
@@ -424,12 +474,12 @@ def _add_delivery_issues(outcome: RunOutcome, settings: Settings, since: datetim
         )
 
 
-def _write_log(settings: Settings, job_name: str, instance, run_id: str) -> Path:
-    """`<warehouse>/runs/<job>.log`: every message of the run (Dagster's and dbt's)."""
+def _write_log(settings: Settings, job_name: str, instance, run_ids: list[str]) -> Path:
+    """`<warehouse>/runs/<job>.log`: every message of the runs (Dagster's and dbt's)."""
     settings.runs_dir.mkdir(parents=True, exist_ok=True)
     path = settings.runs_dir / f"{job_name}.log"
     with open(path, "w", encoding="utf-8") as fh:
-        for entry in instance.all_logs(run_id):
+        for entry in (e for run_id in run_ids for e in instance.all_logs(run_id)):
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.timestamp))
             level = logging.getLevelName(entry.level)
             fh.write(f"{stamp} {level:<7} {entry.step_key or '-'} {entry.message}\n")
@@ -449,7 +499,8 @@ def _write_run_record(settings: Settings, job_name: str, outcome: RunOutcome) ->
         "kept": outcome.kept,
         "computed_because": outcome.because,
         "checks_kept": outcome.checks_kept,
-        "checks_without_result": outcome.no_result,
+        "run_ids": outcome.run_ids,
+        "blocked": outcome.blocked,
         "failures": [vars(f) for f in outcome.failures],
         "warnings": [vars(f) for f in outcome.warnings],
     }

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
 import threading
 import time
@@ -119,41 +118,23 @@ def watch(instance: dg.DagsterInstance, run_id: str) -> Iterator[Progress]:
         thread.join()
 
 
-# Dagster's words when a step that gates others with blocking checks ends without a result for
-# one of them: the product's steps leave out the checks of data that did not change.
-_NO_RESULT = re.compile(
-    r"Blocking asset check '(?P<check>[^']+)' emitted no result in step '[^']+'; "
-    r"downstream step '(?P<step>[^']+)' will proceed without gating on it"
-)
-
-
 class DagsterNotices(logging.Handler):
     """Dagster's own Python-logging warnings during a run (its library logger `dagster`, not
     the run's event log).
 
     Without a handler of ours they reach the terminal as bare lines (Python's last-resort
-    handler). A blocking check that gave no result in this run is collected instead
-    (`no_result`: check -> the steps that went ahead), because the run's summary says what that
-    means: a check kept from an earlier run whose evaluation stands, or a check with no
-    evaluation at all, which is a warning. Every other record goes where it went before: to the
-    handlers Dagster attaches while a step runs, else to the terminal as the last-resort handler
-    printed it; with `verbose` the collected ones are printed too."""
+    handler). Each record goes where it went before: to the handlers Dagster attaches while a
+    step runs, else to the terminal as the last-resort handler printed it. (A run computes only
+    what the decision before it selected, so no step ends without the result of a blocking
+    check it planned; nothing of Dagster's text needs reading.)"""
 
     def __init__(self, out=None, verbose: bool = False) -> None:
         super().__init__(level=logging.WARNING)
         self.out = out
         self.verbose = verbose
-        self.no_result: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        found = _NO_RESULT.search(message)
-        if found:
-            steps = self.no_result.setdefault(found["check"], [])
-            if found["step"] not in steps:
-                steps.append(found["step"])
-            if not self.verbose:
-                return
         if not self._handled_elsewhere(record):
             print(message, file=self.out or sys.stderr, flush=True)
 

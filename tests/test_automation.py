@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import dagster as dg
 import pytest
 
 from pipelines.defs.automation import new_exports_sensor, schedules, sources_fingerprint
+from pipelines.defs.resources import TalentResource
 from pipelines.lib.settings import Settings
 from tests.conftest import talent_resources
 
@@ -234,22 +236,11 @@ def test_a_new_instance_does_not_rerun_files_the_warehouse_already_loaded(tmp_pa
 # --- the run summary of a run the daemon or the UI launched -----------------------------------
 
 
-def _summary_lines(text: str) -> list[str]:
-    """The summary's lines, without the wall time and the log path (they differ by design) and
-    the warnings about checks without a result (read from Dagster's messages by `talent run`
-    alone)."""
-    return [
-        line
-        for line in text.splitlines()
-        if not line.startswith("Full log:") and "gave no result" not in line
-        and " s, run " not in line
-    ]  # fmt: skip
-
-
 @pytest.mark.slow
 def test_a_daemon_run_gets_the_summary_talent_run_writes(shared_company, tmp_path):
-    """The run-status sensor writes, from the run's event log alone, the summary, record and
-    log `talent run` wrote at the end of the same run; a run of `talent run` it leaves alone."""
+    """The run-status sensor writes, from each run's event log alone, the summary of a run the
+    daemon launched: over the runs of a night (ingestion, then each decision) it says what
+    `talent run` said for the same runs; a run of `talent run` it leaves alone."""
     import shutil
 
     from pipelines.defs.automation import run_summary_on_success
@@ -260,33 +251,117 @@ def test_a_daemon_run_gets_the_summary_talent_run_writes(shared_company, tmp_pat
     (warehouse / "runs").rename(cli_runs)
     cli_record = json.loads((cli_runs / "last_nightly.json").read_text())
     resources = talent_resources(sources_dir=shared_company.sources, warehouse_dir=warehouse)
+    because: dict[str, str] = {}
     with dg.DagsterInstance.local_temp(tempdir=str(warehouse / "dagster")) as instance:
-        (run,) = instance.get_runs(filters=dg.RunsFilter(job_name="nightly"))
-        assert run.tags.get("talent/trigger") == "cli"
-        (ended,) = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
+        runs = instance.get_runs(filters=dg.RunsFilter(job_name="nightly"))[::-1]
+        assert [r.run_id for r in runs] == [cli_record["run_id"], *cli_record["run_ids"]]
+        for run in runs:
+            assert run.tags.get("talent/trigger") == "cli"
+            (ended,) = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_SUCCESS)
 
-        def tick(dagster_run):
-            with dg.build_run_status_sensor_context(
-                sensor_name="run_summary_on_success",
-                dagster_event=ended.dagster_event,
-                dagster_instance=instance,
-                dagster_run=dagster_run,
-                resources=resources,
-            ) as context:
-                return run_summary_on_success(context)
+            def tick(dagster_run, ended=ended):
+                with dg.build_run_status_sensor_context(
+                    sensor_name="run_summary_on_success",
+                    dagster_event=ended.dagster_event,
+                    dagster_instance=instance,
+                    dagster_run=dagster_run,
+                    resources=resources,
+                ) as context:
+                    return run_summary_on_success(context)
 
-        assert isinstance(tick(run), dg.SkipReason)
-        assert not (warehouse / "runs").exists()
-        tick(run.with_tags({**run.tags, "talent/trigger": "new_exports"}))
+            assert isinstance(tick(run), dg.SkipReason)
+            assert not (warehouse / "runs").exists()
+            tick(run.with_tags({**run.tags, "talent/trigger": "new_exports"}))
+            record = json.loads((warehouse / "runs" / "last_nightly.json").read_text())
+            assert record["run_id"] == run.run_id and record["success"] is True
+            because.update(record["computed_because"])
+            if run.run_id == cli_record["run_id"]:  # ingestion: what it loaded
+                text = (warehouse / "runs" / "last_nightly.txt").read_text()
+                cli_text = (cli_runs / "last_nightly.txt").read_text()
+                assert "Loaded:" in text
+                loaded = [line for line in text.splitlines() if line.startswith("  ")][:12]
+                assert loaded == [ln for ln in cli_text.splitlines() if ln.startswith("  ")][:12]
+            shutil.rmtree(warehouse / "runs")
+    assert because == cli_record["computed_because"] and len(cli_record["step_seconds"]) > 20
+    assert cli_record["kept"] == {}  # a first, whole night
 
-    runs = warehouse / "runs"
-    record = json.loads((runs / "last_nightly.json").read_text())
-    assert record["run_id"] == run.run_id and record["success"] is True
-    for key in set(cli_record) - {"wall_seconds", "checks_without_result"}:
-        assert record[key] == cli_record[key], key
-    assert record["kept"] == {} and len(record["step_seconds"]) > 20  # a first, whole run
-    text = (runs / "last_nightly.txt").read_text()
-    assert _summary_lines(text) == _summary_lines((cli_runs / "last_nightly.txt").read_text())
-    assert "Loaded:" in text and "Checks:" in text
-    log = (runs / "nightly.log").read_text()
-    assert log == (cli_runs / "nightly.log").read_text()
+
+@pytest.mark.slow
+def test_after_a_nightly_run_the_sensor_asks_for_what_one_changed_input_reaches(
+    shared_company, tmp_path, monkeypatch
+):
+    """The daemon's night: the schedule and the file sensor ask for ingestion alone; after it,
+    `next_nightly_run` asks for exactly what is stale, one input changed at a time."""
+    import shutil
+
+    from pipelines.defs import build_definitions
+    from pipelines.defs.automation import INGESTION_KEYS, next_run
+    from pipelines.execution import run_nightly
+    from pipelines.lib.project_files import default_assumptions_file
+    from tests.conftest import TEST_PSEUDONYM_KEY
+
+    sources, warehouse = tmp_path / "sources", tmp_path / "warehouse"
+    shutil.copytree(shared_company.sources, sources)
+    shutil.copytree(shared_company.warehouse, warehouse)
+    settings = Settings(
+        sources_dir=sources,
+        warehouse_dir=warehouse,
+        pseudonym_key=TEST_PSEUDONYM_KEY,
+        settle_seconds=0,
+    )
+    with dg.DagsterInstance.local_temp(tempdir=str(warehouse / "dagster")) as instance:
+
+        def decided(s: Settings):
+            return next_run(s, build_definitions(s), instance)
+
+        nothing = decided(settings)
+        assert isinstance(nothing, dg.SkipReason) and "nothing stale" in nothing.skip_message
+        # a setting: the assumptions file feeds the costs, ROI, the plans; publishing follows
+        assumptions = tmp_path / "assumptions.yaml"
+        assumptions.write_text(default_assumptions_file().read_text() + "\n# edited\n")
+        request = decided(replace(settings, assumptions_file=assumptions))
+        assert {k.to_user_string() for k in request.asset_selection} == {
+            "marts/programme_costs",
+            "marts/roi_by_period",
+            "marts/roi_summary",
+            "marts/roi_sensitivity",
+            "marts/workforce_plan",
+            "marts/workforce_plan_rates",
+            "marts/workforce_plan_backtest",
+            "warehouse/published",
+        }
+        assert json.loads(request.tags["talent/computed_because"])["roi_tables"].startswith(
+            "code or settings changed"
+        )
+        # a setting dbt reads: the dbt build and the docs; the statistics wait for the panels
+        request = decided(replace(settings, scope_division="Another Division"))
+        selected = {k.to_user_string() for k in request.asset_selection}
+        assert {"staging/stg_hris__employees", "warehouse/dbt_docs"} <= selected
+        assert "marts/certification_effect" not in selected
+    # a raw file. The raw exports' data versions name the warehouse they were loaded into, so
+    # the copy is first brought up to date by a night of `talent run` (which decides the same)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    settled = run_nightly(settings)
+    assert settled.success and settled.run_ids, settled.describe()
+    assert run_nightly(settings).run_ids == []  # then nothing is stale
+    fleet = sorted((sources / "fleet").glob("gpu_fleet_*.csv"))[-1]
+    lines = fleet.read_text().splitlines()
+    fleet.with_name(fleet.stem + "_v2.csv").write_text("\n".join(lines[:-1]) + "\n")
+    # the file sensor asks for ingestion; after it, the decision asks for dbt (incrementally)
+    with dg.build_sensor_context(
+        cursor=json.dumps({"fingerprint": "before", "files": []}),
+        resources={"talent": TalentResource.from_settings(settings)},
+    ) as ctx:
+        asked = new_exports_sensor(ctx)
+    assert list(asked.asset_selection) == INGESTION_KEYS
+    defs = build_definitions(settings)
+    with dg.DagsterInstance.local_temp(tempdir=str(warehouse / "dagster")) as instance:
+        defs.resolve_job_def("nightly").execute_in_process(
+            instance=instance, asset_selection=INGESTION_KEYS, raise_on_error=False
+        )
+        request = next_run(settings, defs, instance)
+    because = json.loads(request.tags["talent/computed_because"])
+    assert because["warehouse_dbt"].startswith("new data in raw/gpu_fleet: "), because
+    assert "warehouse_dbt" in json.loads(request.tags["talent/new_data_only"])
+    selected = {k.to_user_string() for k in request.asset_selection}
+    assert "warehouse/dbt_docs" not in selected and "marts/certification_effect" not in selected

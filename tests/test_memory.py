@@ -188,7 +188,9 @@ def test_talent_run_executes_a_job_with_what_was_loaded_before_it_frozen(monkeyp
     monkeypatch.setattr(
         pipelines.defs,
         "build_definitions",
-        lambda settings: types.SimpleNamespace(resolve_job_def=lambda name: job),
+        lambda settings: types.SimpleNamespace(
+            resolve_job_def=lambda name: job, resolve_all_asset_specs=lambda: []
+        ),
     )
     monkeypatch.setattr(execution, "instance_for", lambda s: dg.DagsterInstance.ephemeral())
     frozen_before = gc.get_freeze_count()

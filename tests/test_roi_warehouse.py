@@ -330,42 +330,39 @@ def test_asset_materialises_the_three_tables(tmp_path):
 
 
 def test_asset_keeps_its_tables_while_the_input_marts_are_unchanged(tmp_path):
-    from pipelines.defs.versions import KEPT_FROM_RUN
+    """The decision before a run (`versions.decide`) leaves the ROI tables out while their input
+    marts, the assumptions and the code are those they were computed from."""
+    from pipelines.defs.versions import decide, tables_in
 
     build = tmp_path / "build"
     build.mkdir()
     db = build / "talent.duckdb"
     _write_marts(db)
     instance = dg.DagsterInstance.ephemeral()
+    defs = dg.Definitions(assets=[roi_tables])
 
-    def run() -> tuple[str | None, str, list]:
-        result = dg.materialize(
-            [roi_tables], resources=talent_resources(warehouse_dir=tmp_path), instance=instance
-        )
-        assert result.success
-        (mat, *_) = result.asset_materializations_for_node("roi_tables")
-        with duckdb.connect(str(db), read_only=True) as con:
-            rows = con.execute("select * from marts.roi_summary order by all").fetchall()
-        kept = mat.metadata.get(KEPT_FROM_RUN)
-        return (kept.value if kept else None), result.run_id, rows
+    def decided():
+        return decide(defs, instance, roi_tables.keys, tables_in(db))
 
-    kept, first_run, rows = run()
-    assert kept is None
-    kept, _, again = run()
-    assert kept == first_run and again == rows
+    assert decided().because == {"roi_tables": "never computed"}
+    first = dg.materialize(
+        [roi_tables], resources=talent_resources(warehouse_dir=tmp_path), instance=instance
+    )
+    assert first.success
+    plan = decided()
+    assert not plan.selection and set(plan.kept.values()) == {first.run_id}
     # an input mart is rebuilt with other figures (a new data version): computed again
-    with duckdb.connect(str(db)) as con:
-        con.execute(
-            f"update {INPUT_SCHEMAS['training_spend']}.training_spend set spend_usd = spend_usd * 2"
-        )
     instance.report_runless_asset_event(
         dg.AssetMaterialization(
             asset_key=[INPUT_SCHEMAS["training_spend"], "training_spend"],
             tags={"dagster/data_version": "rebuilt"},
         )
     )
-    kept, _, changed = run()
-    assert kept is None and changed != rows
+    plan = decided()
+    assert plan.selection == set(roi_tables.keys)
+    assert plan.because["roi_tables"].startswith(
+        f"new data in {INPUT_SCHEMAS['training_spend']}/training_spend"
+    )
 
 
 def test_asset_fails_with_the_missing_mart_named(tmp_path):

@@ -1,7 +1,8 @@
-"""The one rule for what a run rebuilds (`pipelines/defs/versions.py`), on a two-asset graph and
-on the project's own definitions: one input changed at a time."""
+"""The one rule for what a run rebuilds (`pipelines/defs/versions.py`), decided before the run,
+on a small graph and on the project's own definitions: one input changed at a time."""
 
 # No `from __future__ import annotations`: Dagster inspects the type of `context`.
+import json
 from dataclasses import replace
 
 import dagster as dg
@@ -14,40 +15,14 @@ UP = dg.AssetKey("upstream")
 DOWN = dg.AssetKey("downstream")
 
 
-def toy_graph(state: dict, code_version: str = "1"):
-    """`upstream` reports the data version in `state`; `downstream` follows the rule, counts
-    its computations and has a blocking check whose outcome `state` sets."""
+def upstream_asset(state: dict):
+    """`upstream`, reporting the data version in `state`."""
 
     @dg.asset(key=UP, code_version="u1")
     def upstream() -> dg.MaterializeResult:
         return dg.MaterializeResult(data_version=dg.DataVersion(state["data"]))
 
-    @dg.asset(
-        key=DOWN,
-        deps=[UP],
-        code_version=code_version,
-        check_specs=[dg.AssetCheckSpec("rows_ok", asset=DOWN, blocking=True)],
-    )
-    def downstream(context: dg.AssetExecutionContext):
-        verdict = versions.assess(context, exists=lambda key: state["exists"])
-        state["reasons"] = verdict.reasons()
-        state["verdict"] = verdict
-        if verdict.kept:
-            yield from versions.kept_results(context, verdict, "unchanged")
-            return
-        state["computed"] += 1
-        yield dg.MaterializeResult(
-            check_results=[dg.AssetCheckResult(check_name="rows_ok", passed=state["check_ok"])]
-        )
-
-    return [upstream, downstream]
-
-
-def run(instance, state, **graph):
-    result = dg.materialize(toy_graph(state, **graph), instance=instance, raise_on_error=False)
-    (mat,) = [m for m in result.asset_materializations_for_node("downstream")]
-    checks = [e.check_name for e in result.get_asset_check_evaluations()]
-    return result, {k: getattr(v, "value", v) for k, v in mat.metadata.items()}, checks
+    return upstream
 
 
 @pytest.fixture
@@ -59,73 +34,6 @@ def instance():
 @pytest.fixture
 def state():
     return {"data": "a", "exists": True, "check_ok": True, "computed": 0, "reasons": ""}
-
-
-def test_an_unchanged_asset_is_kept_naming_the_run_that_computed_it(instance, state):
-    first, meta, checks = run(instance, state)
-    assert state["computed"] == 1 and checks == ["rows_ok"] and state["reasons"]
-    second, meta, checks = run(instance, state)
-    assert state["computed"] == 1  # not computed again
-    assert meta[versions.KEPT_FROM_RUN] == first.run_id
-    # its check was not evaluated again: it is not reported as passed in the second run
-    assert checks == []
-    third, meta, _ = run(instance, state)
-    assert meta[versions.KEPT_FROM_RUN] == first.run_id  # still the run that computed it
-
-
-@pytest.mark.parametrize(
-    ("change", "reason"),
-    [
-        (lambda state, graph: state.update(data="b"), "new data in upstream"),
-        (lambda state, graph: graph.update(code_version="2"), "code or settings changed"),
-        (lambda state, graph: state.update(exists=False), "its table is missing"),
-    ],
-    ids=["upstream data", "code version", "table deleted"],
-)
-def test_each_input_alone_makes_the_asset_computed_again(instance, state, change, reason):
-    graph: dict = {}
-    run(instance, state)
-    change(state, graph)
-    _, meta, checks = run(instance, state, **graph)
-    assert state["computed"] == 2 and reason in state["reasons"]
-    assert versions.KEPT_FROM_RUN not in meta and checks == ["rows_ok"]
-    run(instance, state, **graph)
-    assert state["computed"] == 2 or reason == "its table is missing"
-
-
-@pytest.mark.parametrize(
-    ("change", "full_refresh"),
-    [
-        (lambda state, graph: state.update(data="b"), False),
-        (lambda state, graph: graph.update(code_version="2"), True),
-        (lambda state, graph: state.update(exists=False), True),
-    ],
-    ids=["upstream data", "code version", "table deleted"],
-)
-def test_only_new_upstream_data_lets_dbt_build_incrementally(instance, state, change, full_refresh):
-    """The dbt step builds its incremental models from all rows (--full-refresh) unless new
-    upstream data is the only reason to build (`defs/dbt.needs_full_refresh`)."""
-    from pipelines.defs.dbt import needs_full_refresh
-
-    graph: dict = {}
-    run(instance, state)
-    assert needs_full_refresh(state["verdict"])  # never computed
-    change(state, graph)
-    run(instance, state, **graph)
-    assert needs_full_refresh(state["verdict"]) is full_refresh
-
-
-def test_a_failed_blocking_check_is_evaluated_again_not_kept(instance, state):
-    state["check_ok"] = False
-    run(instance, state)
-    _, _, checks = run(instance, state)
-    # same data, but the check that blocked did not pass: computed and checked again
-    assert state["computed"] == 2 and checks == ["rows_ok"]
-    assert "rows_ok did not pass" in state["reasons"]
-    state["check_ok"] = True
-    run(instance, state)
-    run(instance, state)
-    assert state["computed"] == 3  # once it passed, the asset is kept
 
 
 def test_a_check_is_evaluated_only_when_its_data_or_rules_changed(instance, state):
@@ -147,8 +55,9 @@ def test_a_check_is_evaluated_only_when_its_data_or_rules_changed(instance, stat
         )
 
     def go():
-        graph = toy_graph(state)[:1]
-        return dg.materialize([*graph, up_ok], instance=instance, raise_on_error=False)
+        return dg.materialize(
+            [upstream_asset(state), up_ok], instance=instance, raise_on_error=False
+        )
 
     go()
     go()
@@ -252,69 +161,6 @@ def test_a_check_no_run_has_evaluated_is_not_said_to_stand_from_a_run():
     assert "run none" not in text and "run never" not in text
 
 
-def test_dagster_s_no_result_warning_is_summarised_not_printed_for_a_kept_check(monkeypatch):
-    """Dagster warns, on its library logger, for every blocking check a step ended without;
-    the product's steps leave out the checks of unchanged data on purpose. Those are said once
-    in the summary (their evaluation stands); a check with no evaluation anywhere is named, and
-    any other Dagster warning still reaches the terminal."""
-    import io
-    import logging
-
-    from pipelines.execution import NOT_EVALUATED, RunOutcome
-    from pipelines.progress import dagster_notices
-
-    def no_result(check: str, step: str) -> str:
-        return (
-            f"Blocking asset check {check!r} emitted no result in step 'raw_quality_suites'; "
-            f"downstream step {step!r} will proceed without gating on it."
-        )
-
-    # as under `talent run`: no handler on the root logger (pytest adds its own)
-    monkeypatch.setattr(logging.getLogger(), "handlers", [])
-    out = io.StringIO()
-    library = logging.getLogger("dagster.anything.below")  # a module logger of the library
-    with dagster_notices(out) as notices:
-        library.warning(no_result("raw/courses:quality_suite", "warehouse_dbt"))
-        library.warning(no_result("raw/courses:quality_suite", "marts__source_deliveries"))
-        library.warning(no_result("raw/fleet:quality_suite", "warehouse_dbt"))
-        library.warning("something else Dagster wants said")
-        # a record another handler takes (Dagster's own while a step runs) is left to it
-        captured = logging.getLogger("dagster.anything.captured")
-        seen: list[str] = []
-        taker = logging.Handler()
-        taker.emit = lambda record: seen.append(record.getMessage())
-        captured.addHandler(taker)
-        captured.warning("a step's own warning")
-        captured.removeHandler(taker)
-    library.warning(no_result("raw/other:quality_suite", "warehouse_dbt"))  # after the block
-    assert out.getvalue() == "something else Dagster wants said\n"
-    assert seen == ["a step's own warning"]
-    assert notices.no_result == {
-        "raw/courses:quality_suite": ["warehouse_dbt", "marts__source_deliveries"],
-        "raw/fleet:quality_suite": ["warehouse_dbt"],
-    }
-
-    outcome = RunOutcome(
-        success=True,
-        checks_passed=1,
-        checks_kept={
-            "raw/courses:quality_suite": "abcdef1234567890",
-            "raw/fleet:quality_suite": NOT_EVALUATED,
-        },
-        no_result=notices.no_result,
-    )
-    text = outcome.describe()
-    assert "1 not evaluated again, their data unchanged: the evaluation of run abcdef12 stands" in (
-        text
-    )
-    named = [line for line in text.splitlines() if "gave no result" in line]
-    assert named == [
-        "warning: check raw/fleet:quality_suite gave no result in this run and has no evaluation "
-        "from an earlier one; warehouse_dbt went ahead without it. Its step's messages are in "
-        "the full log."
-    ]
-
-
 def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
     """`reasons()` (the log line; `because()`, the outputs' metadata) groups the changes: each
     with the first two assets it concerns and how many more, at most three changes; a step
@@ -347,3 +193,140 @@ def test_a_step_that_computes_says_why_each_change_with_its_first_assets():
     assert f"Computed because:\n  warehouse_dbt: {code}: m/a" in text
     fresh = RunOutcome(success=True, because=dict.fromkeys(("a", "b"), "never computed"))
     assert "Computed because: never computed before (a new warehouse)" in fresh.describe()
+
+
+# --- the decision before the run (`versions.decide`), one input changed at a time ------------
+
+MID = dg.AssetKey("middle")
+
+
+def planned_graph(state: dict, code_version: str = "1", content: bool = False) -> dg.Definitions:
+    """`upstream` -> `middle` -> `downstream`; `middle` reports its content as its data version
+    when `content` (its next version is then known only once it ran)."""
+
+    @dg.asset(key=UP, code_version="u1")
+    def upstream() -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion(state["data"]))
+
+    @dg.asset(
+        key=MID,
+        deps=[UP],
+        code_version=code_version,
+        metadata={versions.DATA_VERSION_OF: "content"} if content else None,
+    )
+    def middle() -> dg.MaterializeResult:
+        state["ran"].append("middle")
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(state["middle"]) if content else None
+        )
+
+    @dg.asset(key=DOWN, deps=[MID], code_version="d1")
+    def downstream() -> None:
+        state["ran"].append("downstream")
+
+    return dg.Definitions(assets=[upstream, middle, downstream])
+
+
+def decided(defs: dg.Definitions, instance, exists=lambda key: True) -> versions.Plan:
+    return versions.decide(defs, instance, [MID, DOWN], exists)
+
+
+def run_waves(defs: dg.Definitions, instance) -> list[set[str]]:
+    """Upstream always, then each decided selection until nothing is left to decide (what
+    `talent run` does): the assets each run computed."""
+    job = defs.resolve_implicit_global_asset_job_def()
+    job.execute_in_process(instance=instance, asset_selection=[UP])
+    ran = []
+    for _ in range(4):
+        plan = decided(defs, instance)
+        if not plan.selection:
+            break
+        job.execute_in_process(instance=instance, asset_selection=sorted(plan.selection, key=str))
+        ran.append({k.to_user_string() for k in plan.selection})
+    return ran
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["default version", "content version"])
+def test_the_decision_runs_only_what_one_changed_input_reaches(instance, content):
+    state = {"data": "a", "middle": "m1", "ran": []}
+    # never computed: both in one run (Dagster runs `middle` first)
+    assert run_waves(planned_graph(state, content=content), instance) == [{"middle", "downstream"}]
+    # nothing changed: nothing runs, and each asset names the run that computed it
+    plan = decided(planned_graph(state, content=content), instance)
+    assert not plan.selection and set(plan.kept) == {MID, DOWN} and all(plan.kept.values())
+    # new upstream data: `middle` runs; `downstream` runs with it unless `middle`'s content
+    # came out the same
+    state["data"], state["ran"] = "b", []
+    waves = run_waves(planned_graph(state, content=content), instance)
+    assert waves == ([{"middle", "downstream"}] if not content else [{"middle"}])
+    # a code version changed: that asset and (default version) what it feeds
+    state["ran"] = []
+    plan = decided(planned_graph(state, code_version="2", content=content), instance)
+    assert plan.because == (
+        {
+            "middle": "code or settings changed: middle",
+            "downstream": "new data in middle: downstream",
+        }
+        if not content
+        else {"middle": "code or settings changed: middle"}
+    )
+    assert (DOWN in plan.waiting) is content
+    # content that does change reaches downstream in the next run
+    state["middle"] = "m2"
+    waves = run_waves(planned_graph(state, code_version="2", content=content), instance)
+    assert waves == ([{"middle", "downstream"}] if not content else [{"middle"}, {"downstream"}])
+
+
+def test_a_missing_table_reruns_its_asset_alone(instance):
+    state = {"data": "a", "middle": "m1", "ran": []}
+    run_waves(planned_graph(state), instance)
+    plan = decided(planned_graph(state), instance, exists=lambda key: key != MID)
+    # rebuilt with the same code and inputs, its data version stays: downstream is kept
+    assert plan.selection == {MID} and plan.because == {"middle": "its table is missing: middle"}
+
+
+def test_only_new_upstream_data_lets_dbt_build_incrementally(instance):
+    """The dbt step builds its incremental models from all rows (--full-refresh) unless the
+    decision found new upstream data its only reason (`Plan.new_data_only`, a run tag)."""
+    state = {"data": "a", "middle": "m1", "ran": []}
+    run_waves(planned_graph(state), instance)
+    state["data"] = "b"
+    defs = planned_graph(state)
+    defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=[UP]
+    )
+    instance_plan = decided(defs, instance)
+    assert instance_plan.new_data_only == {"middle", "downstream"}
+    assert json.loads(instance_plan.tags()[versions.NEW_DATA_ONLY_TAG]) == ["downstream", "middle"]
+    code = decided(planned_graph(state, code_version="2"), instance)
+    assert code.new_data_only == {"downstream"}  # middle: its code changed
+    missing = decided(planned_graph(state), instance, exists=lambda key: key != UP)
+    assert missing.because["middle"].startswith("new data in upstream")
+    assert "downstream" in missing.new_data_only
+
+
+def test_a_failed_blocking_check_holds_back_what_is_downstream_and_runs_its_asset_again(instance):
+    state = {"data": "a", "middle": "m1", "ran": [], "check_ok": False}
+
+    @dg.asset_check(asset=MID, blocking=True)
+    def middle_ok():
+        return dg.AssetCheckResult(passed=state["check_ok"])
+
+    def graph() -> dg.Definitions:
+        base = planned_graph(state)
+        return dg.Definitions(assets=base.assets, asset_checks=[middle_ok])
+
+    defs = graph()
+    job = defs.resolve_implicit_global_asset_job_def()
+    job.execute_in_process(instance=instance, raise_on_error=False)
+    plan = decided(defs, instance)
+    # the check did not pass: `middle` is computed (and checked) again, with `downstream`
+    # after it in the same run, where Dagster holds it back while the check fails
+    assert plan.because["middle"] == "its check middle_ok did not pass when last evaluated: middle"
+    assert MID in plan.selection
+    # were `middle` itself not to run (here: not part of the decision), `downstream` waits
+    held = versions.decide(defs, instance, [DOWN], lambda key: True)
+    assert held.blocked == {DOWN: "held back: middle's check middle_ok did not pass"}
+    state["check_ok"] = True
+    job.execute_in_process(instance=instance, asset_selection=[MID])
+    assert not versions.decide(defs, instance, [DOWN], lambda key: True).blocked

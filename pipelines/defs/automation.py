@@ -1,5 +1,11 @@
 """Automation: the nightly job and schedule, the quarterly report schedule, the file-arrival
-sensor.
+sensor, and the decision that follows every nightly run.
+
+The schedule and the file sensor start a run of ingestion alone (it is what looks at the
+sources folder). When a nightly run has succeeded, `next_nightly_run` decides from the
+instance's records what is stale (`versions.decide`, the rule `talent run` follows) and starts
+a run of exactly that selection, with the reasons in its tags; a run that computed everything
+it had to leaves nothing stale, and the chain stops.
 
 The schedules' crons and time zone come from `Settings` (`nightly_cron`, `quarterly_cron`,
 `timezone`), so they are built by `schedules(settings)` when the code location loads; the sensor
@@ -14,6 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.defs.ingestion import ingest_assets
 from pipelines.defs.report import partition_of_quarter
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS
@@ -22,6 +29,8 @@ from pipelines.lib.settings import Settings
 
 NIGHTLY_JOB = "nightly"
 REPORT_JOB = "quarterly_report"
+# what a night starts with: every raw export
+INGESTION_KEYS = sorted((key for a in ingest_assets for key in a.keys), key=str)
 
 nightly_job = dg.define_asset_job(
     NIGHTLY_JOB,
@@ -50,14 +59,18 @@ def quarter_just_closed(day) -> str:
 
 def schedules(settings: Settings) -> list[dg.ScheduleDefinition]:
     """The nightly and the quarterly schedule, at the settings' crons and time zone."""
-    nightly = dg.ScheduleDefinition(
+
+    @dg.schedule(
         name="nightly_schedule",
         job=nightly_job,
         cron_schedule=settings.nightly_cron,
         execution_timezone=settings.timezone,
-        description="Materialise the whole graph every night.",
+        description="Every night: ingest the new files; what is stale then follows "
+        "(next_nightly_run).",
         default_status=dg.DefaultScheduleStatus.RUNNING,
     )
+    def nightly(context: dg.ScheduleEvaluationContext):
+        return dg.RunRequest(asset_selection=INGESTION_KEYS, tags={"talent/trigger": "schedule"})
 
     @dg.schedule(
         name="quarterly_report_schedule",
@@ -150,6 +163,7 @@ def new_exports_sensor(context: dg.SensorEvaluationContext, talent: TalentResour
         return dg.SkipReason(f"no new settled export files in {s.sources_dir}{waiting}")
     return dg.RunRequest(
         run_key=f"sources-{fingerprint}",
+        asset_selection=INGESTION_KEYS,
         tags={"talent/trigger": "new_exports", "talent/new_files": str(len(new))},
     )
 
@@ -165,9 +179,47 @@ def _write_summary(context: dg.RunStatusSensorContext, talent: TalentResource, s
         return dg.SkipReason(
             f"run {run.run_id[:8]} came from `talent run`, which wrote its summary"
         )
-    outcome = run_summary(talent.settings, run.job_name, context.instance, run.run_id, success)
+    outcome = run_summary(
+        talent.settings, run.job_name, context.instance, [(run.run_id, success)], defs=_defs(talent)
+    )
     context.log.info(outcome.describe())
     return None
+
+
+def _defs(talent: TalentResource) -> dg.Definitions:
+    """The definitions over the resource's settings (their code versions fold them in)."""
+    from pipelines.defs import build_definitions
+
+    return build_definitions(talent.settings)
+
+
+def next_run(settings: Settings, defs: dg.Definitions, instance) -> dg.RunRequest | dg.SkipReason:
+    """The run the decision before a run asks for (`versions.decide`), or why there is none."""
+    from pipelines.defs.versions import decide, exists_in_warehouse
+    from pipelines.execution import nightly_keys
+
+    plan = decide(defs, instance, nightly_keys(defs), exists_in_warehouse(settings))
+    if not plan.selection:
+        held = f"; held back: {', '.join(map(str, plan.blocked))}" if plan.blocked else ""
+        return dg.SkipReason(f"nothing stale: {len(plan.kept)} assets kept{held}")
+    return dg.RunRequest(
+        asset_selection=sorted(plan.selection, key=str),
+        tags={"talent/trigger": "decision", **plan.tags()},
+    )
+
+
+@dg.run_status_sensor(
+    name="next_nightly_run",
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[nightly_job],
+    request_job=nightly_job,
+    description="After a nightly run: runs what is stale now (versions.decide), if anything.",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def next_nightly_run(context: dg.RunStatusSensorContext, talent: TalentResource):
+    if context.dagster_run.tags.get("talent/trigger") == "cli":
+        return dg.SkipReason("`talent run` decides its own next runs")
+    return next_run(talent.settings, _defs(talent), context.instance)
 
 
 SUMMARISED_JOBS = [nightly_job, report_job]

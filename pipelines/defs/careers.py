@@ -8,9 +8,10 @@ comments; `programme_comparison` and `promotion_effect` also into schema `restri
 row that is not estimable keeps the naive figures the published mart leaves out. `programme_costs` prices the episodes as of the as-of date
 (`intermediate.int_programme_episodes`, the episodes `marts.programme_outcomes` counts) with the
 base values of the assumptions file. Both are kept under the same rule as the certification
-statistics (`versions.assess`): inputs, code and the settings they read unchanged leave their
-marts as they are. All three inputs of the statistics change only when a month closes (or a
-late delivery reaches back), so a nightly in the middle of a month keeps them.
+statistics: a run computes them only when the decision before it (`versions.decide`) found
+their inputs, code or the settings they read changed. All three inputs of the statistics
+change only when a month closes (or a late delivery reaches back), so a nightly in the middle
+of a month keeps them.
 """
 
 import dagster as dg
@@ -19,7 +20,6 @@ from pipelines.defs import versions
 from pipelines.defs.effects import (
     _number,
     read_used,
-    with_restricted_twins,
     write_effect_mart,
     write_table,
 )
@@ -147,18 +147,11 @@ def _metadata(name: str, df) -> dict:
 )
 def programme_career_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the programme and career statistics, unless their inputs, code and settings
-    are those the marts in the build file were estimated from (`versions.assess`)."""
+    are those the marts in the build file were estimated from (the decision before the run,
+    `versions.decide`, leaves it out of the run then)."""
     s = talent.settings
-    exists = with_restricted_twins(versions.tables_in(s.build_db), EFFECT_MARTS)
-    verdict = versions.assess(context, exists=exists)
-    if verdict.kept:
-        context.log.info(
-            "episodes, panels, code and settings unchanged: the programme and career "
-            f"statistics estimated in run {', '.join(verdict.computed_in())} are kept"
-        )
-        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
-        return
-    context.log.info(f"estimating: {verdict.reasons()}")
+    because = versions.because_of(context)
+    context.log.info(f"estimating: {because[versions.COMPUTED_BECAUSE]}")
     from pipelines.lib import careers
     from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
     from pipelines.lib.memory import give_back
@@ -187,9 +180,7 @@ def programme_career_statistics(context: dg.AssetExecutionContext, talent: Talen
         if name in EFFECT_MARTS:  # what the asset page shows is what is published
             frame = published_effects(frame, s.min_group_size)
         context.log.info(f"marts.{name}: {len(frame)} rows")
-        yield dg.MaterializeResult(
-            asset_key=key, metadata={**_metadata(name, frame), **verdict.because()}
-        )
+        yield dg.MaterializeResult(asset_key=key, metadata={**_metadata(name, frame), **because})
 
 
 def _read_episodes(con, table: str):
@@ -217,14 +208,6 @@ def programme_costs(context: dg.AssetExecutionContext, talent: TalentResource):
     """Prices the programme episodes, unless the episodes, the code and the settings it reads
     (min_group_size, the assumptions file) are those the mart was computed from."""
     s = talent.settings
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
-    if verdict.kept:
-        context.log.info(
-            f"episodes, prices and code unchanged: the costs of run "
-            f"{', '.join(verdict.computed_in())} are kept"
-        )
-        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
-        return
     from pipelines.lib import careers
     from pipelines.lib.effects.prepare import StatsInputError
     from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
@@ -243,5 +226,5 @@ def programme_costs(context: dg.AssetExecutionContext, talent: TalentResource):
         _write(con, "programme_costs", frame, s.min_group_size)
     context.log.info(f"marts.programme_costs: {len(frame)} rows")
     yield dg.MaterializeResult(
-        metadata={**_metadata("programme_costs", frame), **verdict.because()}
+        metadata={**_metadata("programme_costs", frame), **versions.because_of(context)}
     )

@@ -110,11 +110,14 @@ class WarehouseTranslator(DagsterDbtTranslator):
         if props["resource_type"] == "source":
             # Sources belong to the ingestion group; only their key matters here.
             return spec.replace_attributes(key=key)
-        return spec.replace_attributes(
+        spec = spec.replace_attributes(
             key=key,
             group_name=WAREHOUSE_GROUP,
             code_version=node_code_version(props, spec.code_version),
         )
+        if is_content_versioned(props):  # the decision before a run reads it (versions.py)
+            spec = spec.merge_attributes(metadata={versions.DATA_VERSION_OF: "content"})
+        return spec
 
 
 def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
@@ -124,11 +127,17 @@ def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
     did not change."""
     out = {}
     for node in manifest["nodes"].values():
-        meta = (node.get("config") or {}).get("meta") or node.get("meta") or {}
-        if (meta.get("dagster") or {}).get("data_version") == "content":
+        if is_content_versioned(node):
             key = asset_key_for(node)
             out[key] = ".".join(key.path)
     return out
+
+
+def is_content_versioned(node: Mapping[str, Any]) -> bool:
+    """Whether a dbt node reports its content as its data version (its yml's
+    `meta.dagster.data_version: content`)."""
+    meta = (node.get("config") or {}).get("meta") or node.get("meta") or {}
+    return (meta.get("dagster") or {}).get("data_version") == "content"
 
 
 @dbt_assets(
@@ -139,22 +148,18 @@ def content_versioned(manifest: Mapping[str, Any]) -> dict[dg.AssetKey, str]:
 )
 def warehouse_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource, talent: TalentResource):
     """Runs `dbt build` (seeds, models, data tests as asset checks) when a model's code or
-    settings or an input's data changed; otherwise keeps the tables (`versions.assess`)."""
+    settings or an input's data changed; otherwise the decision before the run
+    (`versions.decide`) leaves it out and the tables stay."""
     s = talent.settings
     s.ensure_dirs()
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
-    if verdict.kept:
-        context.log.info(
-            "dbt models, settings and raw data unchanged: the tables built in run "
-            f"{', '.join(verdict.computed_in())} are kept and their tests not run again"
-        )
-        yield from versions.kept_results(context, verdict, "code, settings and inputs unchanged")
-        return
-    full_refresh = needs_full_refresh(verdict)
-    because = verdict.because()
+    # only new raw data lets the incremental staging models add to what they hold
+    # (`macros/current_rows.sql`): the rows they keep were built by the same SQL, settings and
+    # pseudonym key. Any other reason (or a run without a decision) rebuilds everything.
+    full_refresh = not versions.new_data_only(context)
+    because = versions.because_of(context)
     context.log.info(
         f"dbt build ({'full refresh' if full_refresh else 'incremental staging'}): "
-        f"{verdict.reasons()}"
+        f"{because[versions.COMPUTED_BECAUSE]}"
     )
     with dbt_output(context, s):
         targets.prepare_build(s)  # TARGETS: raw tables to PostgreSQL / Spark (lib/targets.py)
@@ -211,17 +216,6 @@ def holds(event, waiting: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> 
     if isinstance(event, dg.Output):
         return assets_def.keys_by_output_name.get(event.output_name) in waiting
     return getattr(event, "asset_key", None) in waiting
-
-
-def needs_full_refresh(verdict: versions.StepVerdict) -> bool:
-    """Whether the build rebuilds the incremental staging models from all raw rows.
-
-    Only new raw data lets them add to what they hold (`macros/current_rows.sql`): the rows
-    they keep were built by the same SQL, settings and pseudonym key. Any other reason to build
-    (a model's code or a setting changed, a table is missing, a model never built, a check
-    that failed) rebuilds everything, as if the models were tables."""
-    changes = [change for v in verdict.verdicts.values() for change in v.changes]
-    return not changes or not all(change.startswith(versions.NEW_DATA) for change in changes)
 
 
 def target_dir(s: Settings) -> Path:
@@ -313,19 +307,12 @@ def dbt_docs(context: dg.AssetExecutionContext, talent: TalentResource):
     """`dbt docs generate` from the project's parse (`ensure_manifest`): no database is opened,
     so it needs no build and runs beside nothing."""
     s = talent.settings
-    verdict = versions.assess(
-        context, exists=lambda key: all((s.docs_dir / name).exists() for name in DOCS_FILES)
-    )
-    if verdict.kept:
-        context.log.info(f"the docs site in {s.docs_dir} already documents this project")
-        yield from versions.kept_results(context, verdict, "project and vars unchanged")
-        return
     copied = generate_docs(s)
     context.log.info(f"dbt docs written to {s.docs_dir} ({len(copied)} files)")
     yield dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(s.docs_dir / "index.html")),
-            **verdict.because(),
+            **versions.because_of(context),
         }
     )
 

@@ -125,18 +125,11 @@ def effect_metadata(effects) -> dict:
 )
 def certification_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the effects, unless their panels, code and settings are those the marts in the
-    build file were estimated from (`versions.assess`)."""
+    build file were estimated from (the decision before the run, `versions.decide`, leaves it
+    out of the run then)."""
     s = talent.settings
-    exists = with_restricted_twins(versions.tables_in(s.build_db), ("certification_effect",))
-    verdict = versions.assess(context, exists=exists)
-    if verdict.kept:
-        context.log.info(
-            "panels, code and settings unchanged: the effects estimated in run "
-            f"{', '.join(verdict.computed_in())} are kept"
-        )
-        yield from versions.kept_results(context, verdict, "panels and code unchanged")
-        return
-    context.log.info(f"estimating: {verdict.reasons()}")
+    because = versions.because_of(context)
+    context.log.info(f"estimating: {because[versions.COMPUTED_BECAUSE]}")
     from pipelines.lib import effects as estimators
     from pipelines.lib.effects.prepare import ENGINEER_MONTHS, INCIDENT_RESPONSES, StatsInputError
     from pipelines.lib.memory import give_back
@@ -163,7 +156,7 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         metadata={
             **effect_metadata(effects),
             "complete_months_through": str(through.date()) if through else None,
-            **verdict.because(),
+            **because,
         },
     )
     yield dg.MaterializeResult(
@@ -171,7 +164,7 @@ def certification_statistics(context: dg.AssetExecutionContext, talent: TalentRe
         metadata={
             "dagster/row_count": len(study),
             "estimated_months": int(study["estimate"].notna().sum()),
-            **verdict.because(),
+            **because,
         },
     )
 
@@ -244,13 +237,9 @@ OPERATIONS_READS = (
 )
 def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResource):
     """Estimates the operations effects, unless their inputs, code and settings are those the
-    mart in the build file was estimated from (`versions.assess`)."""
+    mart in the build file was estimated from (the decision before the run, `versions.decide`,
+    leaves it out of the run then)."""
     s = talent.settings
-    exists = with_restricted_twins(versions.tables_in(s.build_db), ("operations_effect",))
-    verdict = versions.assess(context, exists=exists)
-    if verdict.kept:
-        yield from versions.kept_results(context, verdict, "inputs and code unchanged")
-        return
     from pipelines.lib.effects.operations import (
         OPERATIONS_EFFECT_DESCRIPTIONS,
         OPERATIONS_EFFECT_TABLE,
@@ -271,7 +260,7 @@ def operations_statistics(context: dg.AssetExecutionContext, talent: TalentResou
     _log_effects(context, effects)
     yield dg.MaterializeResult(
         asset_key=OPERATIONS_EFFECT_KEY,
-        metadata={**effect_metadata(effects), **verdict.because()},
+        metadata={**effect_metadata(effects), **versions.because_of(context)},
     )
 
 

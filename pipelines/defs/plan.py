@@ -58,16 +58,9 @@ CODE_VERSION = versions.source_version("pipelines.lib.plan")
 )
 def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
     """Plans again unless the inputs, the fleet plan, the code and the settings are those the
-    marts were computed from (`versions.assess`)."""
+    marts were computed from (the decision before the run, `versions.decide`, leaves it out of
+    the run then)."""
     s = talent.settings
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
-    if verdict.kept:
-        context.log.info(
-            f"fleet plan, rates and code unchanged: the plan of run "
-            f"{', '.join(verdict.computed_in())} is kept"
-        )
-        yield from versions.kept_results(context, verdict, "inputs and fleet plan unchanged")
-        return
     from pipelines.lib.plan.build import (
         PLAN_COLUMNS,
         PLAN_DESCRIPTION,
@@ -130,7 +123,7 @@ def workforce_plan(context: dg.AssetExecutionContext, talent: TalentResource):
     for key, frame in zip((PLAN_KEY, RATES_KEY), frames, strict=True):
         yield dg.MaterializeResult(
             asset_key=key,
-            metadata={"dagster/row_count": len(frame), **meta, **verdict.because()},
+            metadata={"dagster/row_count": len(frame), **meta, **versions.because_of(context)},
         )
 
 
@@ -159,16 +152,9 @@ BACKTEST_INPUT_KEYS = [
 )
 def workforce_plan_backtest(context: dg.AssetExecutionContext, talent: TalentResource):
     """Backtests again unless the inputs, the code and the settings are those the mart was
-    computed from (`versions.assess`). It needs no fleet plan: the fleet's history is the plan."""
+    computed from (the decision before the run, `versions.decide`, leaves it out of the run
+    then). It needs no fleet plan: the fleet's history is the plan."""
     s = talent.settings
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
-    if verdict.kept:
-        context.log.info(
-            f"history, rates and code unchanged: the backtest of run "
-            f"{', '.join(verdict.computed_in())} is kept"
-        )
-        yield from versions.kept_results(context, verdict, "inputs unchanged")
-        return
     from pipelines.lib.plan.backtest import BACKTEST_COLUMNS, BACKTEST_DESCRIPTION, backtest_frame
     from pipelines.lib.plan.fleet import PlanInputError
     from pipelines.lib.roi.assumptions import RoiInputError, base_params, load_assumptions
@@ -199,6 +185,6 @@ def workforce_plan_backtest(context: dg.AssetExecutionContext, talent: TalentRes
         metadata={
             "dagster/row_count": len(frame),
             "origins": ", ".join(sorted(set(frame["origin_quarter"].astype(str)))),
-            **verdict.because(),
+            **versions.because_of(context),
         }
     )

@@ -69,17 +69,10 @@ def mart_grains() -> dict:
     freshness_policy=dg.FreshnessPolicy.time_window(fail_window=FRESHNESS_WINDOW),
 )
 def published(context: dg.AssetExecutionContext, talent: TalentResource):
-    """Publishes unless every mart is the one already published (`versions.assess`): a night
-    with nothing new leaves the analysts' file (and their open connections) alone."""
+    """Publishes the marts. A run publishes only when a mart changed since the last publish
+    (the decision before the run, `versions.decide`): a night with nothing new leaves the
+    analysts' file (and their open connections) alone."""
     s = talent.settings
-    verdict = versions.assess(context, exists=lambda key: s.published_db.exists())
-    if verdict.kept:
-        context.log.info(
-            f"every mart unchanged: {s.published_db} as published by run "
-            f"{', '.join(verdict.computed_in())} stays"
-        )
-        yield from versions.kept_results(context, verdict, "marts unchanged")
-        return
     try:
         result = publish(
             s.build_db,
@@ -103,7 +96,7 @@ def published(context: dg.AssetExecutionContext, talent: TalentResource):
             "published_at": result.published_at,
             **({"postgres": result.postgres} if result.postgres else {}),
             **({POSTGRES_NOTES: result.postgres_notes} if result.postgres_notes else {}),
-            **verdict.because(),
+            **versions.because_of(context),
         }
     )
 

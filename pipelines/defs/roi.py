@@ -55,15 +55,8 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
     s = talent.settings
     if not s.build_db.exists():
         raise dg.Failure(f"{s.build_db} does not exist: run the warehouse (dbt) assets first.")
-    verdict = versions.assess(context, exists=versions.tables_in(s.build_db))
-    if verdict.kept:
-        context.log.info(
-            "input marts, assumptions and code unchanged: the ROI tables computed in run "
-            f"{', '.join(verdict.computed_in())} are kept"
-        )
-        yield from versions.kept_results(context, verdict, "inputs and assumptions unchanged")
-        return
-    context.log.info(f"computing the ROI tables: {verdict.reasons()}")
+    because = versions.because_of(context)
+    context.log.info(f"computing the ROI tables: {because[versions.COMPUTED_BECAUSE]}")
     try:
         with db.connect(s.build_db) as con:
             assumptions = load_assumptions(s.assumptions_file)
@@ -81,4 +74,4 @@ def roi_tables(context: dg.AssetExecutionContext, talent: TalentResource):
             last = years.row(-1, named=True) if years.height else {}
             if last.get("net_roi") is not None:
                 meta["last_year_net_roi"] = dg.MetadataValue.float(float(last["net_roi"]))
-        yield dg.MaterializeResult(asset_key=key, metadata={**meta, **verdict.because()})
+        yield dg.MaterializeResult(asset_key=key, metadata={**meta, **because})
