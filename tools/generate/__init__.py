@@ -276,21 +276,31 @@ def generate_company(
     summary = _summary(
         writer, sim, {**ops, "recruiting_files": hiring["files"]}, months[0], end_date
     )
-    truth = {
+    parameters = {
+        "employees": employees,
+        "years": years,
+        "end_date": end_date.isoformat(),
+        "daily_from": daily_from.isoformat() if daily_from else None,
+        "dirt": dirt,
+        "garbage_rows": garbage_rows,
+    }
+    truth = _truth(model, seed, parameters, extra, ops, hiring, summary, writer.dirt)
+    (out / "ground_truth.json").write_text(
+        json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return summary
+
+
+def _truth(model, seed, parameters, extra, ops, hiring, summary, dirt) -> dict:
+    """ground_truth.json: what the generator planted and what it wrote."""
+    return {
         **{
             k: getattr(model, k)
             for k in ("incident_rate_ratio", "mttr_ratio", "attrition_hazard_ratio")
         },
         "certified_definition": CERTIFIED_DEFINITION,
         "seed": seed,
-        "parameters": {
-            "employees": employees,
-            "years": years,
-            "end_date": end_date.isoformat(),
-            "daily_from": daily_from.isoformat() if daily_from else None,
-            "dirt": dirt,
-            "garbage_rows": garbage_rows,
-        },
+        "parameters": parameters,
         "programmes": programme_truth(model),
         "careers": {k: getattr(model, k) for k in CAREER_TRUTH},
         "model": model.as_dict(),
@@ -299,9 +309,5 @@ def generate_company(
         "operations": ops,
         "recruiting": hiring,
         "counts": {k: v for k, v in summary.items() if k != "files"},
-        "dirt": writer.dirt,
+        "dirt": dirt,
     }
-    (out / "ground_truth.json").write_text(
-        json.dumps(truth, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    return summary
