@@ -524,7 +524,7 @@ def short_source(a: Assumption) -> str:
     with their years and the range they support, or that it is an estimate."""
     text = " ".join(a.source.split())
     if a.source_type == "measured":
-        return f"measured: {text}"
+        return f"this company's data: {text}"
     if a.source_type == "company":
         when = f" on {a.set_on}" if a.set_on else ""
         return f"this company's own figure, stated by {a.owner}{when}: {text}"
@@ -646,13 +646,19 @@ def _assumption_row(a: Assumption, name: str) -> InputRow:
     kind = SOURCE_TYPES.get(a.source_type, a.source_type)
     # the company's own figure prices as its data do (roi/README.md, "Measured prices")
     evidence = "measured" if a.source_type in ("measured", "company") else "assumed"
+    # a measured price names its mart in its source; a stated one the file and line to change
     where = a.location or ("marts.replacement_cost" if evidence == "measured" else
                            "assumptions file")  # fmt: skip
+    shown = (
+        sentence("{src}", src=short_source(a))
+        if a.source_type == "measured"
+        else sentence("{src}; {where}", src=short_source(a), where=where)
+    )
     return InputRow(
         ASSUMPTION_LABELS.get(name, nice(name)),
         assumption_value(a),
         "",
-        sentence("{src}; {where}", src=short_source(a), where=where),
+        shown,
         [name, a.unit, a.base, None, f"{kind}: {' '.join(a.source.split())}", where, evidence],
         evidence,
     )  # fmt: skip
