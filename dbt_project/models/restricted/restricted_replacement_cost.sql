@@ -30,7 +30,7 @@ values_long as (
     select
         'hiring_cost' as component,
         hiring_cost_usd as value_usd,
-        cast(null as double) as days
+        cast(null as {{ double_type() }}) as days
     from per_backfill
     union all
     select
@@ -42,13 +42,13 @@ values_long as (
     select
         'measured_total',
         measured_cost_usd,
-        cast(null as double)
+        cast(null as {{ double_type() }})
     from per_backfill
     union all
     select
         'level_pay',
         level_pay_usd,
-        cast(null as double)
+        cast(null as {{ double_type() }})
     from per_backfill
 ),
 
