@@ -253,17 +253,17 @@ def merged(outcomes: list[RunOutcome]) -> RunOutcome:
 def add_kept(out: RunOutcome, defs, instance, keys) -> None:
     """The assets of `keys` the night did not compute, each with the run that did, and their
     checks, each with the run whose evaluation stands (or `NOT_EVALUATED`)."""
+    from pipelines.defs.ingestion import INGESTION_KEYS
     from pipelines.defs.versions import blocking_checks, computed_in, last_evaluations
 
     computed = set(out.materialized)
     kept = [k for k in keys if k.to_user_string() not in computed]
     latest = instance.get_latest_materialization_events(kept)
-    out.kept = {k.to_user_string(): computed_in(latest.get(k)) or NOT_EVALUATED for k in kept}
-    out.kept = {k: run for k, run in out.kept.items() if run != NOT_EVALUATED}
+    out.kept = {k.to_user_string(): run for k in kept if (run := computed_in(latest.get(k)))}
     # the checks of what was kept, and those of the raw exports the night did not evaluate
     # (their deliveries unchanged since they last did)
     every = blocking_checks(defs, every=True)
-    checks = [c for k in [*kept, *ingestion_keys(defs)] for c in every.get(k, [])]
+    checks = [c for k in [*kept, *INGESTION_KEYS] for c in every.get(k, [])]
     checks = [c for c in checks if c not in out.evaluated]
     evaluated = last_evaluations(instance, checks)
     out.checks_kept = {
@@ -378,30 +378,20 @@ def nightly_runs(settings: Settings, defs, instance, execute):
     """Ingestion (it looks at the sources folder) with the raw checks, then each decision
     before a run (`versions.decide`, from the instance's records) until nothing is left to
     decide: a run computes only what its decision selected. Stops at a failed run."""
-    from pipelines.defs.versions import decide, exists_in_warehouse
+    from pipelines.defs.ingestion import INGESTION_KEYS
+    from pipelines.defs.versions import decide_nightly
 
-    runs = [execute(asset_selection=ingestion_keys(defs))]
+    runs = [execute(asset_selection=INGESTION_KEYS)]
     blocked: dict[str, str] = {}
     for _ in range(MAX_RUNS - 1):
         if not runs[-1][1]:
             break
-        plan = decide(defs, instance, nightly_keys(defs), exists_in_warehouse(settings))
+        plan = decide_nightly(settings, defs, instance)
         blocked = {k.to_user_string(): why for k, why in plan.blocked.items()}
         if not plan.selection:
             break
         runs.append(execute(asset_selection=sorted(plan.selection, key=str), tags=plan.tags()))
     return runs, blocked
-
-
-def ingestion_keys(defs) -> list:
-    """The assets every nightly computes: the raw exports (ingestion looks at the files)."""
-    return [s.key for s in defs.resolve_all_asset_specs() if s.group_name == "ingestion"]
-
-
-def nightly_keys(defs) -> list:
-    """The assets the decision before a run decides: the nightly's, but the raw exports."""
-    skip = ("ingestion", "report")
-    return [s.key for s in defs.resolve_all_asset_specs() if s.group_name not in skip]
 
 
 def run_summary(
@@ -418,6 +408,8 @@ def run_summary(
     (`last_<job>.txt`). `talent run` calls it when its run ends, the run-status sensor
     (`pipelines/defs/automation.py`) when a run the daemon or the UI launched ends, so both
     write the same summary. `since`: when the run started (default: the run's own start)."""
+    from pipelines.defs.versions import nightly_keys
+
     outcome = merged([outcome_of_run(instance, run_id, ok) for run_id, ok in runs])
     if job_name == "nightly" and defs is not None:
         add_kept(outcome, defs, instance, nightly_keys(defs))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.defs.ingestion import ingest_assets
+from pipelines.defs.ingestion import INGESTION_KEYS
 from pipelines.defs.report import partition_of_quarter
 from pipelines.defs.resources import TalentResource
 from pipelines.lib.contracts import EXPORTS
@@ -29,8 +29,6 @@ from pipelines.lib.settings import Settings
 
 NIGHTLY_JOB = "nightly"
 REPORT_JOB = "quarterly_report"
-# what a night starts with: every raw export
-INGESTION_KEYS = sorted((key for a in ingest_assets for key in a.keys), key=str)
 
 nightly_job = dg.define_asset_job(
     NIGHTLY_JOB,
@@ -195,10 +193,9 @@ def _defs(talent: TalentResource) -> dg.Definitions:
 
 def next_run(settings: Settings, defs: dg.Definitions, instance) -> dg.RunRequest | dg.SkipReason:
     """The run the decision before a run asks for (`versions.decide`), or why there is none."""
-    from pipelines.defs.versions import decide, exists_in_warehouse
-    from pipelines.execution import nightly_keys
+    from pipelines.defs.versions import decide_nightly
 
-    plan = decide(defs, instance, nightly_keys(defs), exists_in_warehouse(settings))
+    plan = decide_nightly(settings, defs, instance)
     if not plan.selection:
         held = f"; held back: {', '.join(map(str, plan.blocked))}" if plan.blocked else ""
         return dg.SkipReason(f"nothing stale: {len(plan.kept)} assets kept{held}")

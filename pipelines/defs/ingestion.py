@@ -109,3 +109,6 @@ def build_ingest_asset(export: Export) -> dg.AssetsDefinition:
 
 
 ingest_assets = [build_ingest_asset(e) for e in EXPORTS.values()]
+# every raw export: what each night starts with (ingestion is what looks at the sources folder);
+# the decision before a run (`versions.decide_nightly`) takes up from there
+INGESTION_KEYS = sorted((key for a in ingest_assets for key in a.keys), key=str)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
@@ -322,6 +323,8 @@ def check_is_current(
 
 # Run tag carrying the decision to the steps of a run: step (node) name -> why it computes.
 BECAUSE_TAG = "talent/computed_because"
+# Run tag naming the steps whose only reason is new upstream data (dbt builds incrementally).
+NEW_DATA_ONLY_TAG = "talent/new_data_only"
 # Asset metadata of an asset whose step reports its data version (its content): its next one
 # is known only once it ran
 DATA_VERSION_OF = "data_version"
@@ -367,8 +370,6 @@ class Plan:
 
     def tags(self) -> dict[str, str]:
         """The run's tags that carry the decision to its steps (`because_of`)."""
-        import json
-
         if not self.because:
             return {}
         return {
@@ -512,13 +513,25 @@ def decide(
     current = {k: (e.tags or {}).get(DATA_VERSION_TAG) if e else None for k, e in latest.items()}
     failed = failed_blocking_checks(instance, blocking_checks(defs))
     plan = Plan(computed_in={k: computed_in(latest[k]) for k in owner if latest.get(k)})
-    outcome: dict[
-        dg.AssetKey, str
-    ] = {}  # of a selected asset: its data version "same", "new" or "unknown"
+    # of a selected asset: its data version "same", "new" or "unknown"
+    outcome: dict[dg.AssetKey, str] = {}
     for name in TopologicalSorter(graph).static_order():
         step = by_name[name]
         _decide_step(step, plan, latest, current, failed, exists, outcome)
     return plan
+
+
+def nightly_keys(defs: dg.Definitions) -> list[dg.AssetKey]:
+    """The assets the decision before a run decides: the nightly's, but the raw exports (every
+    night ingests) and the report (rendered when asked for)."""
+    skip = ("ingestion", "report")
+    return [s.key for s in defs.resolve_all_asset_specs() if s.group_name not in skip]
+
+
+def decide_nightly(settings: Settings, defs: dg.Definitions, instance: dg.DagsterInstance) -> Plan:
+    """The next run of a night (`decide` over `nightly_keys`), for `talent run` and for the
+    daemon's run-status sensor alike."""
+    return decide(defs, instance, nightly_keys(defs), exists_in_warehouse(settings))
 
 
 def _decide_step(step: Step, plan: Plan, latest, current, failed, exists, outcome) -> None:
@@ -564,8 +577,9 @@ def _predict(step: Step, latest, verdicts, outcome, plan: Plan) -> None:
     """The data version each asset of a step that runs will have, as far as it is known before
     it runs: "unknown" for an asset that reports its own (its content: known once it ran);
     "new" when its code or an input changed (its version hashes them) or it was never
-    computed; "unknown" when an input of this run is; else "same" (Dagster's default version, the hash of its code version and its
-    inputs' versions, comes out as before: a table rebuilt only because it was missing)."""
+    computed; "unknown" when an input of this run is; else "same" (Dagster's default version,
+    the hash of its code version and its inputs' versions, comes out as before: a table rebuilt
+    only because it was missing)."""
     internal = {k: step.deps[k] & step.keys for k in step.keys}
     for key in TopologicalSorter(internal).static_order():
         entry = latest.get(key)
@@ -582,22 +596,14 @@ def _predict(step: Step, latest, verdicts, outcome, plan: Plan) -> None:
             outcome[key] = "same"
 
 
-# Run tag naming the steps whose only reason is new upstream data (dbt builds incrementally).
-NEW_DATA_ONLY_TAG = "talent/new_data_only"
-
-
 def because_of(context: dg.AssetExecutionContext) -> dict[str, str]:
     """The metadata `computed_because` of what this step computes: the reason the decision
     before the run gave (`decide`), or, for a run started without one (the UI's Materialize),
     that it was asked for."""
-    import json
-
     decided = json.loads(context.run.tags.get(BECAUSE_TAG) or "{}")
     return {COMPUTED_BECAUSE: decided.get(context.op_def.name) or "asked for"}
 
 
 def new_data_only(context: dg.AssetExecutionContext) -> bool:
     """Whether the decision before the run found only new upstream data for this step."""
-    import json
-
     return context.op_def.name in json.loads(context.run.tags.get(NEW_DATA_ONLY_TAG) or "[]")

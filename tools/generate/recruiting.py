@@ -11,9 +11,8 @@ Every exit of an infrastructure employee opens a backfill requisition for the te
 7 days after it), unless it is cancelled (``cancel_share``). The simulation's next hire into
 that team and role fills the oldest open backfill opened before the hire's first day (first in,
 first out); a hire with no such backfill fills a new-headcount requisition opened 30-90 days
-before. The time to fill is
-therefore the simulation's own (a vacancy is filled with probability 0.35 a month), not drawn
-here; the offer is accepted 14-42 days before the new hire's first day. A filled requisition
+before. The time to fill is therefore the simulation's own (a vacancy is filled with
+probability 0.35 a month), not drawn here; the offer is accepted 14-42 days before the new hire's first day. A filled requisition
 went through an agency with probability ``agency_share`` for ``agency_fee_rate`` of the new
 hire's salary; every requisition costs advertising and assessment ~ LogNormal(log
 ``other_cost_median_usd``, ``other_cost_sigma``). One file, ``recruiting/Openings Report.csv``,
@@ -160,24 +159,27 @@ def _row(sim: Simulation, req: _Requisition) -> list[str]:
     ]
 
 
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
 def _truth(sim: Simulation, reqs: list[_Requisition], model: RecruitingModel) -> dict:
     """The realised means over the filled backfills of voluntary exits: what the warehouse's
     marts.replacement_cost should find."""
     done = [r for r in reqs if r.filled and r.separation == "voluntary"]
     mid = {lv: (lo + hi) / 2 for lv, (lo, hi) in ref.SALARY_BANDS.items()}
     vacant = [max(0, (r.start or 0) - (r.exit_day or 0) - 1) for r in done]
-    mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
     return {
         "model": model.as_dict(),
         "requisitions": len(reqs),
         "filled_voluntary_backfills": len(done),
-        "mean_hiring_cost_usd": mean([r.agency_fee + r.other_cost for r in done]),
-        "mean_agency_fee_usd": mean([r.agency_fee for r in done]),
-        "mean_days_vacant": mean(vacant),
-        "mean_vacancy_cost_usd": mean(
+        "mean_hiring_cost_usd": _mean([r.agency_fee + r.other_cost for r in done]),
+        "mean_agency_fee_usd": _mean([r.agency_fee for r in done]),
+        "mean_days_vacant": _mean(vacant),
+        "mean_vacancy_cost_usd": _mean(
             [d * mid[r.level] / 365 for d, r in zip(vacant, done, strict=True)]
         ),
-        "mean_level_pay_usd": mean([mid[r.level] for r in done]),
+        "mean_level_pay_usd": _mean([mid[r.level] for r in done]),
         "definition": "filled backfill requisitions of infrastructure employees who left "
         "voluntarily; days vacant = the new hire's first day - the leaver's last day - 1 (at "
         "least 0), priced at the leaver's level's band midpoint (seed skill_levels) / 365",

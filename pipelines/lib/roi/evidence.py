@@ -164,8 +164,9 @@ class Component:
     low: float | None = None
     high: float | None = None
     why: str = ""
-    # of an unavailable return: the effects it rests on that could not be estimated (the others
-    # keep their own status, which is not this return's)
+    # the effects a return rests on that could not be estimated: of an unavailable return (the
+    # others keep their own status, which is not this return's), and of an assumed operations
+    # return whose export was delivered but holds too little to estimate its effect
     missing: tuple[str, ...] = ()
     # measured: every price of the line comes from this company's data; assumed: the
     # assumptions file supplies one
@@ -206,7 +207,7 @@ def price_evidence(item: str, params: Params, measured_prices: frozenset[str]) -
 def _assumed_part(li, amount: float, params: Params, effects, prices: str) -> Component:
     """A return no effect estimate of this company supports; an operations return says which
     export would measure it."""
-    why = ASSUMED_WHY.get(li.item, "")
+    why, missing = ASSUMED_WHY.get(li.item, ""), ()
     if li.item in OPERATIONS_ITEMS:
         m = OPERATIONS_ITEMS[li.item][0]
         e = effects.get(m)
@@ -218,7 +219,9 @@ def _assumed_part(li, amount: float, params: Params, effects, prices: str) -> Co
             else "not used"
         )
         why = f"{why}; {EFFECT_PART[m]} {state}; {MEASURED_BY[m]}"
-    return Component(li.item, li.label, "assumed", (), amount, why=why, price_evidence=prices)
+        missing = (m,) if e is not None and not e.estimable else ()
+    return Component(li.item, li.label, "assumed", (), amount, why=why, missing=missing,
+                     price_evidence=prices)  # fmt: skip
 
 
 def _effect_parts(li, summed, params, effects, base: float, prices: str) -> list[Component]:

@@ -197,8 +197,8 @@ MEASURE_MORE = {
 
 def how_to_measure(c) -> str:
     """What would measure a return resting on assumptions: the export, or more of it when the
-    export is there and its effect is not estimable (the component's reason says which)."""
-    if c.item in MEASURE_MORE and "not estimable" in c.why:
+    export is there and its effect is not estimable (`Component.missing`)."""
+    if c.item in MEASURE_MORE and c.missing:
         return MEASURE_MORE[c.item]
     return MEASURE_WITH.get(c.item, c.why)
 
